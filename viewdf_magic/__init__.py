@@ -1,0 +1,14 @@
+"""viewdf-magic: declarative incremental view maintenance (ViewDF) over time-partitioned streams on Spark."""
+
+from .errors import ViewDFError
+from .warehouse import Result, Warehouse
+
+__all__ = ["ViewDFError", "Result", "Warehouse", "load_ipython_extension"]
+__version__ = "0.1.0"
+
+
+def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
+    """``%load_ext viewdf_magic``: register the %%viewdf magics."""
+    from .notebook.magic import register
+
+    register(ipython)

@@ -1,0 +1,129 @@
+"""The catalog: every stream, view and table, and every part, kept as a transaction log.
+
+Each change is one JSON log entry ``_viewdf/log/<version>.json``, published whole
+(temporary file, then rename). A part's data folder becomes visible only when the
+entry naming it is published, so a crash never exposes a half-written part. Every
+``CHECKPOINT_EVERY`` versions the whole state is also written as a checkpoint, so
+reopening reads one checkpoint and a few entries.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from .filesystem import HadoopFileSystem
+from .model import ObjectDef, ObjectState, PartMeta
+
+LOG = "_viewdf/log"
+CHECKPOINTS = "_viewdf/checkpoint"
+CHECKPOINT_EVERY = 100
+
+
+class Catalog:
+    """In-memory catalog state, replayed from and committed to the warehouse's log."""
+
+    def __init__(self, fs: HadoopFileSystem) -> None:
+        self.fs = fs
+        self.objects: dict[str, ObjectDef] = {}
+        self.states: dict[str, ObjectState] = {}
+        self.version = 0
+        self._load()
+
+    # -- persistence ---------------------------------------------------------------------
+    def _load(self) -> None:
+        checkpoints = [int(n.split(".")[0]) for n in self.fs.list(CHECKPOINTS) if n.endswith(".json")]
+        if checkpoints:
+            latest = max(checkpoints)
+            snapshot = json.loads(self.fs.read_text(f"{CHECKPOINTS}/{latest:020d}.json"))
+            for entry in snapshot["objects"]:
+                definition = ObjectDef.from_json(entry["definition"])
+                self.objects[definition.key] = definition
+                self.states[definition.key] = ObjectState.from_json(entry["state"])
+            self.version = latest
+        versions = sorted(int(n.split(".")[0]) for n in self.fs.list(LOG) if n.endswith(".json"))
+        for version in versions:
+            if version <= self.version:
+                continue
+            entry = json.loads(self.fs.read_text(f"{LOG}/{version:020d}.json"))
+            self._apply_all(entry["actions"])
+            self.version = version
+
+    def commit(self, actions: list[dict]) -> None:
+        """Publish ``actions`` as the next log entry, then apply them."""
+        if not actions:
+            return
+        version = self.version + 1
+        self.fs.write_text(f"{LOG}/{version:020d}.json", json.dumps({"version": version, "actions": actions}))
+        self._apply_all(actions)
+        self.version = version
+        if version % CHECKPOINT_EVERY == 0:
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        snapshot = {"version": self.version,
+                    "objects": [{"definition": d.to_json(), "state": self.states[k].to_json()}
+                                for k, d in self.objects.items()]}
+        self.fs.write_text(f"{CHECKPOINTS}/{self.version:020d}.json", json.dumps(snapshot))
+
+    def _apply_all(self, actions: Iterable[dict]) -> None:
+        for action in actions:
+            getattr(self, f"_apply_{action['op']}")(action)
+
+    def _apply_create(self, action: dict) -> None:
+        definition = ObjectDef.from_json(action["object"])
+        self.objects[definition.key] = definition
+        self.states[definition.key] = ObjectState()
+
+    def _apply_drop(self, action: dict) -> None:
+        self.objects.pop(action["name"], None)
+        self.states.pop(action["name"], None)
+
+    def _apply_part(self, action: dict) -> None:
+        meta = PartMeta.from_json(action["part"])
+        state = self.states[action["name"]]
+        state.parts[meta.subscript] = meta
+        if self.objects[action["name"]].kind == "stream":
+            state.first = meta.subscript if state.first is None else min(state.first, meta.subscript)
+
+    def _apply_advance(self, action: dict) -> None:
+        """A stream's newest part moves to ``through``; parts skipped on the way are sealed empty."""
+        state = self.states[action["name"]]
+        through = action["through"]
+        if state.newest is not None and through <= state.newest:
+            return
+        begin = state.first if state.newest is None else state.newest + 1
+        if begin is None:
+            begin = through
+        state.first = begin if state.first is None else state.first
+        gap_start = None
+        for subscript in range(begin, through + 2):
+            empty = subscript <= through and subscript not in state.parts
+            if empty and gap_start is None:
+                gap_start = subscript
+            elif not empty and gap_start is not None:
+                state.sealed.append((gap_start, subscript - 1, action["updated"]))
+                gap_start = None
+        state.newest = through
+
+    def _apply_table_data(self, action: dict) -> None:
+        state = self.states[action["name"]]
+        state.table_folders.extend(action["folders"])
+        state.table_rows += action["rows"]
+        state.table_updated = action["updated"]
+
+    # -- lookups -------------------------------------------------------------------------
+    def get(self, name: str) -> ObjectDef | None:
+        return self.objects.get(name.lower())
+
+    def state(self, name: str) -> ObjectState:
+        return self.states[name.lower()]
+
+    def dependents(self, name: str) -> list[ObjectDef]:
+        """Views that read ``name`` directly."""
+        key = name.lower()
+        return [d for d in self.objects.values() if d.kind == "view" and key in {s.lower() for s in d.sources}]
+
+    def views(self) -> list[ObjectDef]:
+        """All views, sources before the views that read them (creation order guarantees it)."""
+        return [d for d in self.objects.values() if d.kind == "view"]

@@ -1,0 +1,107 @@
+"""What the catalog records: object definitions and per-part metadata."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+from pyspark.sql.types import StructType
+
+PART_TIMESTAMP = "PART_TIMESTAMP"
+
+
+@dataclass(frozen=True)
+class LineageRange:
+    """Parts ``first .. last`` of object ``name`` were read."""
+
+    name: str
+    first: int
+    last: int
+
+
+@dataclass(frozen=True)
+class PartMeta:
+    """One stored part: where its files are and how it came to be."""
+
+    subscript: int
+    rows: int
+    folders: tuple[str, ...]            # relative to the warehouse root; empty for an empty part
+    seconds: float                      # compute (or ingest) time
+    lineage: tuple[LineageRange, ...]   # exactly the parts it was computed from
+    updated: float                      # last-updated time, epoch seconds
+    how: str                            # ingest, sealed, initialize or update
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["lineage"] = [[r.name, r.first, r.last] for r in self.lineage]
+        return data
+
+    @staticmethod
+    def from_json(data: dict) -> "PartMeta":
+        return PartMeta(data["subscript"], data["rows"], tuple(data["folders"]), data["seconds"],
+                        tuple(LineageRange(*r) for r in data["lineage"]), data["updated"], data["how"])
+
+
+@dataclass(frozen=True)
+class ObjectDef:
+    """A stream, view or dimension table."""
+
+    kind: str                           # stream, view or table
+    name: str
+    id: str                             # names the data folder; never derived from the name
+    schema_json: str                    # the logical schema (without PART_TIMESTAMP)
+    definition: str                     # the statement that created it
+    created: float
+    partition_length: int | None = None
+    timestamp_column: str | None = None
+    sources: tuple[str, ...] = ()       # views: the objects their queries read
+    start: int | None = None            # views created START AT LATEST: the first part
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+    @property
+    def schema(self) -> StructType:
+        return StructType.fromJson(json.loads(self.schema_json))
+
+    @property
+    def partitioned(self) -> bool:
+        return self.kind != "table"
+
+    def to_json(self) -> dict:
+        data = asdict(self)
+        data["sources"] = list(self.sources)
+        return data
+
+    @staticmethod
+    def from_json(data: dict) -> "ObjectDef":
+        data = dict(data)
+        data["sources"] = tuple(data.get("sources", ()))
+        return ObjectDef(**data)
+
+
+@dataclass
+class ObjectState:
+    """The parts an object has. Streams are contiguous from ``first`` to ``newest``:
+    subscripts in between that have no entry in ``parts`` were sealed empty."""
+
+    parts: dict[int, PartMeta] = field(default_factory=dict)
+    first: int | None = None
+    newest: int | None = None
+    sealed: list[tuple[int, int, float]] = field(default_factory=list)   # (from, to, when)
+    table_folders: list[str] = field(default_factory=list)               # dimension tables
+    table_rows: int = 0
+    table_updated: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"parts": [p.to_json() for p in self.parts.values()], "first": self.first,
+                "newest": self.newest, "sealed": [list(s) for s in self.sealed],
+                "table_folders": self.table_folders, "table_rows": self.table_rows,
+                "table_updated": self.table_updated}
+
+    @staticmethod
+    def from_json(data: dict) -> "ObjectState":
+        parts = {p["subscript"]: PartMeta.from_json(p) for p in data["parts"]}
+        return ObjectState(parts, data["first"], data["newest"], [tuple(s) for s in data["sealed"]],
+                           list(data["table_folders"]), data["table_rows"], data["table_updated"])

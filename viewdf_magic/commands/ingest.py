@@ -1,0 +1,207 @@
+"""Getting rows in: INSERT, LOAD and ``Warehouse.ingest``, routed to parts by timestamp."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructType
+
+from ..catalog.catalog import Catalog
+from ..catalog.filesystem import qualify
+from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
+from ..errors import ViewDFError
+from ..maintainer.execute import check_runtime
+from ..maintainer.maintainer import StepReport
+from ..maintainer.spark_errors import spark_error
+from ..storage.parts import PART_COLUMN, PartStore
+from ..timeparts import format_part, subscript_sql
+
+MAX_NEW_PARTS = 100_000
+FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "json",
+           ".ndjson": "json"}
+ErrorAt = Callable[[str], ViewDFError]
+
+
+@dataclass
+class IngestReport:
+    """What one batch did: the stream parts it filled, the gaps it sealed, the view parts it caused."""
+
+    stream: str
+    rows: int = 0
+    parts: list[int] = field(default_factory=list)
+    sealed: int = 0
+    steps: list[StepReport] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        text = f"{self.rows} rows into {len(self.parts)} part(s) of {self.stream}"
+        if self.sealed:
+            text += f", {self.sealed} empty part(s) sealed"
+        if self.steps:
+            text += f"; {len(self.steps)} view part(s) computed"
+        return text
+
+
+def conform_by_name(frame: DataFrame, schema: StructType, error: ErrorAt) -> DataFrame:
+    """Select and cast the schema's columns from ``frame``, matching names case-insensitively."""
+    available = {name.lower(): name for name in frame.columns}
+    wanted = {f.name.lower() for f in schema.fields}
+    missing = [f.name for f in schema.fields if f.name.lower() not in available]
+    extra = [name for name in frame.columns if name.lower() not in wanted]
+    if missing or extra:
+        parts = []
+        if missing:
+            parts.append(f"missing column(s) {', '.join(missing)}")
+        if extra:
+            parts.append(f"unexpected column(s) {', '.join(extra)}")
+        raise error(f"schema mismatch: {'; '.join(parts)} (expected {', '.join(schema.fieldNames())})")
+    return _cast(frame, [(available[f.name.lower()], f) for f in schema.fields], error)
+
+
+def conform_by_position(frame: DataFrame, schema: StructType, columns: list[str] | None,
+                        error: ErrorAt) -> DataFrame:
+    """Cast ``frame``'s columns, in order, to the schema's (or to the named ``columns``)."""
+    fields = schema.fields
+    if columns is not None:
+        by_name = {f.name.lower(): f for f in fields}
+        unknown = [c for c in columns if c.lower() not in by_name]
+        if unknown:
+            raise error(f"schema mismatch: no column(s) {', '.join(unknown)} "
+                        f"(columns are {', '.join(schema.fieldNames())})")
+        fields = [by_name[c.lower()] for c in columns]
+    if len(frame.columns) != len(fields):
+        raise error(f"schema mismatch: {len(frame.columns)} values per row but {len(fields)} columns "
+                    f"({', '.join(f.name for f in fields)})")
+    renamed = frame.toDF(*[f"_c{k}" for k in range(len(fields))])
+    cast = _cast(renamed, [(f"_c{k}", f) for k, f in enumerate(fields)], error)
+    if columns is not None:   # columns not named are NULL
+        cast = cast.select([F.col(f.name) if f.name in cast.columns else F.lit(None).cast(f.dataType).alias(f.name)
+                            for f in schema.fields])
+    return cast
+
+
+def _cast(frame: DataFrame, pairs: list, error: ErrorAt) -> DataFrame:
+    try:
+        return frame.select([F.col(f"`{source}`").cast(target.dataType).alias(target.name)
+                             for source, target in pairs])
+    except PySparkException as exc:
+        raise error(f"schema mismatch: {spark_error(exc).message}") from None
+
+
+class Ingester:
+    """Writes batches into stream parts and dimension tables."""
+
+    def __init__(self, spark: SparkSession, catalog: Catalog, store: PartStore) -> None:
+        self.spark = spark
+        self.catalog = catalog
+        self.store = store
+
+    def to_frame(self, data: pd.DataFrame | DataFrame) -> DataFrame:
+        if isinstance(data, pd.DataFrame):
+            if data.empty:
+                return self.spark.createDataFrame([], StructType([]))
+            return self.spark.createDataFrame(data)
+        if isinstance(data, DataFrame):
+            return data
+        raise ViewDFError(f"expected a pandas or Spark DataFrame, got {type(data).__name__}")
+
+    def read_file(self, path: str, fmt: str | None, options: dict[str, str], schema: StructType,
+                  error: ErrorAt) -> DataFrame:
+        """Read a CSV, Parquet or JSON file and conform it to ``schema`` by column name."""
+        fmt = fmt or FORMATS.get(os.path.splitext(path)[1].lower())
+        if fmt not in ("csv", "parquet", "json"):
+            raise error("cannot tell the file's format from its name; add FORMAT csv, parquet or json")
+        options = {k.lower(): v for k, v in options.items()}
+        reader = self.spark.read.format(fmt)
+        if fmt == "csv":
+            options.setdefault("header", "true")
+            options["inferSchema"] = "false"
+        for key, value in options.items():
+            reader = reader.option(key, value)
+        try:
+            frame = reader.load(qualify(path))
+            if fmt == "csv" and options["header"].lower() == "false":
+                return conform_by_position(frame, schema, None, error)
+            if fmt == "csv":   # all CSV columns are strings; ANSI casts reject malformed values
+                frame = frame.select([F.col(f"`{c}`").cast(StringType()) for c in frame.columns])
+        except PySparkException as exc:
+            raise error(f"cannot read '{path}': {spark_error(exc).message}") from None
+        return conform_by_name(frame, schema, error)
+
+    def append_stream(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt) -> IngestReport:
+        """Route rows to parts by timestamp and publish the parts; nothing is written on error."""
+        report = IngestReport(definition.name)
+        if not frame.columns:
+            return report
+        started = time.perf_counter()
+        length = definition.partition_length
+        frame = frame.persist()
+        try:
+            subscript = F.expr(subscript_sql(f"`{definition.timestamp_column}`", length))
+            counts = check_runtime(lambda: frame.groupBy(subscript.alias("s")).count().collect(), None,
+                                   f"reading the batch for {definition.name}")
+            parts = {row["s"]: row["count"] for row in counts if row["s"] is not None}
+            self._validate(definition, counts, parts, error)
+            if not parts:
+                return report
+            folder = check_runtime(lambda: self.store.write_batch(definition, frame), None,
+                                   f"writing the batch for {definition.name}")
+        finally:
+            frame.unpersist()
+        seconds = time.perf_counter() - started
+        now = time.time()
+        state = self.catalog.state(definition.name)
+        actions = [{"op": "part", "name": definition.key,
+                    "part": PartMeta(s, n, (f"{folder}/{PART_COLUMN}={s}",), seconds, (), now, "ingest").to_json()}
+                   for s, n in sorted(parts.items())]
+        through = max(parts)
+        actions.append({"op": "advance", "name": definition.key, "through": through, "updated": now})
+        begin = min(parts) if state.newest is None else state.newest + 1
+        self.catalog.commit(actions)
+        report.rows = sum(parts.values())
+        report.parts = sorted(parts)
+        report.sealed = (through - begin + 1) - len(parts)
+        return report
+
+    def _validate(self, definition: ObjectDef, counts: list, parts: dict[int, int], error: ErrorAt) -> None:
+        nulls = sum(row["count"] for row in counts if row["s"] is None)
+        column = definition.timestamp_column
+        if nulls:
+            raise error(f"{nulls} row(s) have a NULL timestamp in column {column}; nothing was written")
+        if not parts:
+            return
+        length = definition.partition_length
+        newest = self.catalog.state(definition.name).newest
+        late = sorted(s for s in parts if newest is not None and s <= newest)
+        if late:
+            raise error(f"{sum(parts[s] for s in late)} row(s) belong to part(s) that are already sealed "
+                        f"(first: {format_part(late[0], length)}; newest part of {definition.name}: "
+                        f"{format_part(newest, length)}); late data is not supported yet, nothing was written")
+        low = min(parts) if newest is None else newest + 1
+        if max(parts) - low + 1 > MAX_NEW_PARTS:
+            raise error(f"this batch would create {max(parts) - low + 1:,} parts of {definition.name} "
+                        f"({format_part(low, length)} to {format_part(max(parts), length)}); the limit is "
+                        f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
+
+    def append_table(self, definition: ObjectDef, frame: DataFrame) -> int:
+        """Append rows to a dimension table; returns the number of rows."""
+        folder, rows = check_runtime(lambda: self.store.write_table(definition, frame), None,
+                                     f"writing to {definition.name}")
+        self.catalog.commit([{"op": "table_data", "name": definition.key, "folders": [folder] if rows else [],
+                              "rows": rows, "updated": time.time()}])
+        if not rows:
+            self.store.fs.delete(folder)
+        return rows
+
+
+def stream_schema_check(schema: StructType, error: ErrorAt) -> None:
+    """Reject column names the warehouse reserves."""
+    for f in schema.fields:
+        if f.name.upper() in (PART_TIMESTAMP, PART_COLUMN.upper()):
+            raise error(f"the column name {f.name} is reserved")

@@ -1,0 +1,104 @@
+"""SHOW, DESCRIBE and the part-metadata catalog view, as pandas tables."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from ..catalog.catalog import Catalog
+from ..catalog.model import ObjectDef, PartMeta
+from ..maintainer.timeline import Timeline
+from ..timeparts import part_start
+
+PART_COLUMNS = ["name", "part", "part_timestamp", "rows", "compute_seconds", "how", "lineage",
+                "last_updated"]
+
+
+def _lineage_text(meta: PartMeta) -> str:
+    return ", ".join(f"{r.name}[{r.first}]" if r.first == r.last else f"{r.name}[{r.first} .. {r.last}]"
+                     for r in meta.lineage)
+
+
+def _stamp(epoch: float) -> pd.Timestamp:
+    return pd.Timestamp(epoch, unit="s")
+
+
+def part_rows(catalog: Catalog, definition: ObjectDef) -> list[dict]:
+    """One row per part of a stream or view, sealed empty stream parts included."""
+    state = catalog.state(definition.name)
+    length = definition.partition_length
+    rows = []
+    for meta in state.parts.values():
+        rows.append({"name": definition.name, "part": meta.subscript,
+                     "part_timestamp": part_start(meta.subscript, length), "rows": meta.rows,
+                     "compute_seconds": meta.seconds, "how": meta.how, "lineage": _lineage_text(meta),
+                     "last_updated": _stamp(meta.updated)})
+    for first, last, when in state.sealed:
+        for subscript in range(first, last + 1):
+            rows.append({"name": definition.name, "part": subscript,
+                         "part_timestamp": part_start(subscript, length), "rows": 0, "compute_seconds": 0.0,
+                         "how": "sealed", "lineage": "", "last_updated": _stamp(when)})
+    return sorted(rows, key=lambda row: row["part"])
+
+
+def parts_table(catalog: Catalog, definition: ObjectDef | None = None) -> pd.DataFrame:
+    """SHOW PARTS for one object, or the ``viewdf_parts`` catalog view for all of them."""
+    objects = [definition] if definition else [d for d in catalog.objects.values() if d.partitioned]
+    rows = [row for d in objects for row in part_rows(catalog, d)]
+    frame = pd.DataFrame(rows, columns=PART_COLUMNS)
+    return frame.astype({"part": "int64", "rows": "int64", "compute_seconds": "float64"})
+
+
+def streams_table(catalog: Catalog) -> pd.DataFrame:
+    rows = []
+    for d in catalog.objects.values():
+        if d.kind != "stream":
+            continue
+        state = catalog.state(d.name)
+        rows.append({"name": d.name, "partition_length": d.partition_length, "timestamp": d.timestamp_column,
+                     "parts": 0 if state.newest is None else state.newest - state.first + 1,
+                     "rows": sum(p.rows for p in state.parts.values()),
+                     "first_part": None if state.first is None else part_start(state.first, d.partition_length),
+                     "newest_part": None if state.newest is None else part_start(state.newest, d.partition_length)})
+    return pd.DataFrame(rows, columns=["name", "partition_length", "timestamp", "parts", "rows", "first_part",
+                                       "newest_part"])
+
+
+def views_table(catalog: Catalog, timeline: Timeline) -> pd.DataFrame:
+    rows = []
+    for d in catalog.views():
+        state = catalog.state(d.name)
+        next_part = timeline.next_part(d)
+        rows.append({"name": d.name, "partition_length": d.partition_length, "sources": ", ".join(d.sources),
+                     "parts": len(state.parts), "rows": sum(p.rows for p in state.parts.values()),
+                     "newest_part": part_start(max(state.parts), d.partition_length) if state.parts else None,
+                     "next_part": None if next_part is None else part_start(next_part, d.partition_length)})
+    return pd.DataFrame(rows, columns=["name", "partition_length", "sources", "parts", "rows", "newest_part",
+                                       "next_part"])
+
+
+def tables_table(catalog: Catalog) -> pd.DataFrame:
+    rows = [{"name": d.name, "rows": catalog.state(d.name).table_rows,
+             "columns": ", ".join(d.schema.fieldNames()),
+             "last_updated": _stamp(catalog.state(d.name).table_updated) if catalog.state(d.name).table_folders
+             else None}
+            for d in catalog.objects.values() if d.kind == "table"]
+    return pd.DataFrame(rows, columns=["name", "rows", "columns", "last_updated"])
+
+
+def describe_table(definition: ObjectDef) -> pd.DataFrame:
+    """The columns of an object (PART_TIMESTAMP shown for partitioned ones)."""
+    rows = [{"column": f.name, "type": f.dataType.simpleString()} for f in definition.schema.fields]
+    if definition.partitioned:
+        rows.append({"column": "PART_TIMESTAMP", "type": "timestamp"})
+    return pd.DataFrame(rows, columns=["column", "type"])
+
+
+def describe_text(definition: ObjectDef) -> str:
+    header = f"{definition.kind} {definition.name}"
+    if definition.partitioned:
+        header += f", PARTITION LENGTH {definition.partition_length}"
+    if definition.kind == "stream":
+        header += f", TIMESTAMP {definition.timestamp_column}"
+    if definition.sources:
+        header += f", reads {', '.join(definition.sources)}"
+    return f"{header}\n\n{definition.definition.strip()}"

@@ -1,0 +1,55 @@
+"""The one error type users see, with an optional position in their own text."""
+
+from __future__ import annotations
+
+
+class ViewDFError(Exception):
+    """A user-facing error: one clear message, and where in the input it happened.
+
+    ``text`` is the whole input the user gave (a cell, a file, a statement) and
+    ``position`` a 0-based character offset into it. ``end`` (exclusive) widens
+    the caret to cover a whole token.
+    """
+
+    def __init__(self, message: str, *, text: str | None = None,
+                 position: int | None = None, end: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.text = text
+        self.position = position
+        self.end = end
+
+    @property
+    def line(self) -> int | None:
+        """1-based line of the error, when a position is known."""
+        if self.text is None or self.position is None:
+            return None
+        return self.text.count("\n", 0, self.position) + 1
+
+    @property
+    def column(self) -> int | None:
+        """1-based column of the error, when a position is known."""
+        if self.text is None or self.position is None:
+            return None
+        return self.position - (self.text.rfind("\n", 0, self.position) + 1) + 1
+
+    def located(self, text: str, offset: int) -> "ViewDFError":
+        """Re-anchor an error raised on a fragment into the enclosing ``text``."""
+        if self.position is None or self.text is None:
+            return self
+        end = None if self.end is None else self.end + offset
+        return ViewDFError(self.message, text=text, position=self.position + offset, end=end)
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.message
+        assert self.text is not None and self.position is not None
+        start = self.text.rfind("\n", 0, self.position) + 1
+        stop = self.text.find("\n", self.position)
+        source_line = self.text[start: stop if stop >= 0 else len(self.text)]
+        width = 1
+        if self.end is not None and self.end > self.position:
+            width = max(1, min(self.end, start + len(source_line)) - self.position)
+        caret = " " * (self.column - 1) + "^" * width
+        return (f"{self.message}\n  at line {self.line}, column {self.column}:\n"
+                f"    {source_line}\n    {caret}")

@@ -1,0 +1,353 @@
+"""Parse ViewDF statements: the clause structure around embedded Spark SQL queries.
+
+The embedded queries are kept as fragments of the user's text; they are checked
+with sqlglot later, once partition references are rewritten (see ``queries``).
+"""
+
+from __future__ import annotations
+
+from sqlglot.tokens import Token, TokenType
+
+from ..errors import ViewDFError
+from ..timeparts import UNIT_SECONDS
+from .source import Fragment
+from .statements import (CreateQueryView, CreateStream, CreateTable, CreateViewDF, DeltaQuery, Describe,
+                         Drop, Insert, Load, Name, Query, Seal, Show, Statement, Verify)
+from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
+
+_QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
+QUERY_STARTS = {"SELECT", "WITH", "VALUES", "FROM", "TABLE", "("}
+
+
+def parse(source: str) -> list[Statement]:
+    """Parse every ``;``-separated statement of ``source``."""
+    return [parse_statement(statement) for statement in split_statements(source)]
+
+
+class _Cursor:
+    def __init__(self, statement: TokenStatement) -> None:
+        self.tokens = statement.tokens
+        self.fragment = statement.fragment
+        self.index = 0
+
+    def peek(self, ahead: int = 0) -> Token | None:
+        at = self.index + ahead
+        return self.tokens[at] if at < len(self.tokens) else None
+
+    def is_word(self, token: Token | None, word: str) -> bool:
+        if token is None:
+            return False
+        if word in "()[],=":
+            return token.text == word and token.token_type not in _QUOTED
+        return token.token_type not in _QUOTED and token.text.upper() == word
+
+    def at(self, *words: str, index: int | None = None) -> bool:
+        base = self.index if index is None else index
+        return all(self.is_word(self.tokens[base + k] if base + k < len(self.tokens) else None, word)
+                   for k, word in enumerate(words))
+
+    def accept(self, *words: str) -> bool:
+        if self.at(*words):
+            self.index += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str) -> None:
+        for word in words:
+            if not self.accept(word):
+                raise self.error(f"expected {word}")
+
+    def error(self, message: str, token: Token | None = None) -> ViewDFError:
+        token = token or self.peek()
+        if token is None:
+            return self.fragment.error(f"{message} at the end of the statement", self.fragment.end)
+        found = f"'{token.text}'" if token.token_type != TokenType.STRING else f"'{token.text}' (a string)"
+        return self.fragment.error(f"{message}, found {found}", token.start, token.end + 1)
+
+    def name(self, what: str = "a name") -> Name:
+        token = self.peek()
+        if token is None or not (token.token_type in IDENTIFIER_TYPES or
+                                 (token.token_type not in _QUOTED and token.text.isidentifier())):
+            raise self.error(f"expected {what}")
+        self.index += 1
+        if not token.text:
+            raise self.error("a name cannot be empty", token)
+        return Name(token.text, token.start, token.end + 1)
+
+    def string(self, what: str) -> tuple[str, int]:
+        token = self.peek()
+        if token is None or token.token_type != TokenType.STRING:
+            raise self.error(f"expected {what} as a quoted string")
+        self.index += 1
+        return token.text, token.start
+
+    def integer(self, what: str) -> tuple[int, int]:
+        token = self.peek()
+        if token is None or token.token_type != TokenType.NUMBER or not token.text.isdigit():
+            raise self.error(f"expected {what} (a whole number)")
+        self.index += 1
+        return int(token.text), token.start
+
+    def duration(self, what: str) -> tuple[int, int]:
+        """A positive number of seconds, optionally with a unit: ``60``, ``1 MINUTE``."""
+        value, at = self.integer(what)
+        token = self.peek()
+        if token is not None and token.token_type not in _QUOTED and token.text.upper() in UNIT_SECONDS:
+            value *= UNIT_SECONDS[token.text.upper()]
+            self.index += 1
+        if value <= 0:
+            raise self.fragment.error(f"{what} must be positive", at)
+        return value, at
+
+    def rest(self) -> Fragment:
+        if self.index >= len(self.tokens):
+            raise self.error("expected a query")
+        return Fragment(self.fragment.source, self.tokens[self.index].start, self.fragment.end)
+
+    def done(self) -> None:
+        if self.peek() is not None:
+            raise self.error("unexpected text after the statement")
+
+    def parenthesized(self, what: str) -> Fragment:
+        """The text between a '(' at the cursor and its matching ')'."""
+        if not self.at("("):
+            raise self.error(f"expected '(' starting {what}")
+        open_token = self.tokens[self.index]
+        depth = 0
+        for index in range(self.index, len(self.tokens)):
+            token = self.tokens[index]
+            if token.token_type == TokenType.L_PAREN:
+                depth += 1
+            elif token.token_type == TokenType.R_PAREN:
+                depth -= 1
+                if depth == 0:
+                    self.index = index + 1
+                    return Fragment(self.fragment.source, open_token.end + 1, token.start)
+        raise self.error(f"unclosed '(' in {what}", open_token)
+
+
+def parse_statement(statement: TokenStatement) -> Statement:
+    """Parse one statement's tokens."""
+    cursor = _Cursor(statement)
+    first = cursor.peek()
+    assert first is not None
+    word = first.text.upper() if first.token_type not in _QUOTED else ""
+    handler = _HANDLERS.get(word)
+    if handler is not None:
+        return handler(cursor)
+    if word in QUERY_STARTS:
+        return Query(statement.fragment, statement.fragment)
+    raise cursor.error("expected a statement (CREATE, INSERT, LOAD, SELECT, SHOW, DESCRIBE, DROP, "
+                       "VERIFY, SEAL)")
+
+
+def _create(cursor: _Cursor) -> Statement:
+    cursor.expect("CREATE")
+    if cursor.accept("STREAM"):
+        return _create_stream(cursor, cursor.name("a stream name"))
+    if cursor.accept("TABLE"):
+        return _create_table(cursor, cursor.name("a table name"))
+    if cursor.accept("VIEW") or cursor.accept("MATERIALIZED", "VIEW"):
+        return _create_view(cursor, cursor.name("a view name"))
+    raise cursor.error("expected STREAM, TABLE or VIEW after CREATE")
+
+
+def _create_stream(cursor: _Cursor, name: Name) -> CreateStream:
+    columns = cursor.parenthesized("the column list")
+    timestamp = None
+    length = None
+    while cursor.peek() is not None:
+        if cursor.accept("TIMESTAMP"):
+            timestamp = cursor.name("the timestamp column")
+        elif cursor.accept("PARTITION", "LENGTH"):
+            length, _ = cursor.duration("PARTITION LENGTH")
+        else:
+            raise cursor.error("expected TIMESTAMP <column> or PARTITION LENGTH <seconds>")
+    if length is None:
+        raise cursor.fragment.error("a stream needs a PARTITION LENGTH (in seconds)", name.start, name.end)
+    return CreateStream(cursor.fragment, name, columns, timestamp, length)
+
+
+def _create_table(cursor: _Cursor, name: Name) -> Statement:
+    if cursor.accept("AS"):
+        return CreateTable(cursor.fragment, name, None, cursor.rest())
+    saved = cursor.index
+    columns = cursor.parenthesized("the column list")
+    if cursor.peek() is not None:
+        # A table with a TIMESTAMP column and PARTITION LENGTH is a stream.
+        cursor.index = saved
+        return _create_stream(cursor, name)
+    return CreateTable(cursor.fragment, name, columns, None)
+
+
+def _create_view(cursor: _Cursor, name: Name) -> Statement:
+    cursor.expect("AS")
+    if not cursor.at("INITIALIZE"):
+        return CreateQueryView(cursor.fragment, name, cursor.rest())
+    clauses: dict[str, DeltaQuery] = {}
+    length = length_at = None
+    start_at_latest = False
+    while cursor.peek() is not None:
+        token = cursor.peek()
+        clause = token.text.upper() if token.token_type not in _QUOTED else ""
+        if clause in ("INITIALIZE", "UPDATE", "RECOMPUTE"):
+            if clause in clauses:
+                raise cursor.error(f"{clause} is given twice")
+            clauses[clause] = _delta_query(cursor, clause, name)
+        elif cursor.accept("PARTITION", "LENGTH"):
+            length, length_at = cursor.duration("PARTITION LENGTH")
+        elif cursor.accept("START", "AT", "LATEST"):
+            start_at_latest = True
+        else:
+            raise cursor.error("expected UPDATE, RECOMPUTE, PARTITION LENGTH or START AT LATEST")
+    if "UPDATE" not in clauses:
+        raise cursor.fragment.error("a ViewDF needs an UPDATE clause", name.start, name.end)
+    return CreateViewDF(cursor.fragment, name, clauses["INITIALIZE"], clauses["UPDATE"],
+                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest)
+
+
+def _clause_end(cursor: _Cursor) -> int:
+    """Index of the token that ends the query of a ViewDF clause."""
+    depth = 0
+    tokens = cursor.tokens
+    for index in range(cursor.index, len(tokens)):
+        token = tokens[index]
+        if token.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+        elif depth == 0 and token.token_type not in _QUOTED:
+            word = token.text.upper()
+            if word in ("UPDATE", "RECOMPUTE", "INITIALIZE") and \
+                    index + 2 < len(tokens) and tokens[index + 2].token_type == TokenType.L_BRACKET:
+                return index
+            if cursor.at("PARTITION", "LENGTH", index=index) or cursor.at("START", "AT", "LATEST", index=index):
+                return index
+    return len(tokens)
+
+
+def _delta_query(cursor: _Cursor, clause: str, view: Name) -> DeltaQuery:
+    cursor.expect(clause)
+    head = cursor.name("the view name")
+    if head.key != view.key:
+        raise cursor.fragment.error(f"{clause} must define parts of {view.text}, not {head.text}",
+                                    head.start, head.end)
+    cursor.expect("[")
+    variable = cursor.name("the part variable, e.g. i or j")
+    cursor.expect("]")
+    cursor.expect("AS")
+    end = _clause_end(cursor)
+    if end == cursor.index:
+        raise cursor.error(f"expected the {clause} query")
+    query = Fragment(cursor.fragment.source, cursor.tokens[cursor.index].start, cursor.tokens[end - 1].end + 1)
+    cursor.index = end
+    return DeltaQuery(clause, head, variable.text, query)
+
+
+def _insert(cursor: _Cursor) -> Insert:
+    cursor.expect("INSERT")
+    if not cursor.accept("INTO"):
+        cursor.expect("INTO")
+    cursor.accept("TABLE") or cursor.accept("STREAM")
+    target = cursor.name("a stream or table name")
+    columns = None
+    if cursor.at("("):
+        inner = cursor.peek(1)
+        if inner is not None and inner.text.upper() not in ("SELECT", "WITH", "VALUES"):
+            cursor.index += 1
+            names = [cursor.name("a column name")]
+            while cursor.accept(","):
+                names.append(cursor.name("a column name"))
+            cursor.expect(")")
+            columns = tuple(names)
+    return Insert(cursor.fragment, target, columns, cursor.rest())
+
+
+def _load(cursor: _Cursor) -> Load:
+    cursor.expect("LOAD")
+    cursor.accept("DATA")
+    path, path_at = cursor.string("the file path")
+    cursor.expect("INTO")
+    cursor.accept("TABLE") or cursor.accept("STREAM")
+    target = cursor.name("a stream or table name")
+    fmt = None
+    options: dict[str, str] = {}
+    while cursor.peek() is not None:
+        if cursor.accept("FORMAT"):
+            fmt = cursor.name("a format (csv, parquet, json)").text.lower()
+        elif cursor.accept("OPTIONS") or cursor.accept("WITH"):
+            cursor.expect("(")
+            while True:
+                key = cursor.name("an option name").text
+                cursor.accept("=")
+                token = cursor.peek()
+                if token is None or token.token_type == TokenType.R_PAREN:
+                    raise cursor.error("expected an option value")
+                options[key] = token.text
+                cursor.index += 1
+                if not cursor.accept(","):
+                    break
+            cursor.expect(")")
+        else:
+            raise cursor.error("expected FORMAT or OPTIONS")
+    return Load(cursor.fragment, path, path_at, target, fmt, options)
+
+
+def _show(cursor: _Cursor) -> Show:
+    cursor.expect("SHOW")
+    for what in ("STREAMS", "VIEWS", "TABLES"):
+        if cursor.accept(what):
+            cursor.done()
+            return Show(cursor.fragment, what)
+    if cursor.accept("PARTS"):
+        cursor.accept("OF") or cursor.accept("FROM")
+        name = cursor.name("a stream or view name")
+        cursor.done()
+        return Show(cursor.fragment, "PARTS", name)
+    raise cursor.error("expected STREAMS, VIEWS, TABLES or PARTS after SHOW")
+
+
+def _describe(cursor: _Cursor) -> Describe:
+    cursor.accept("DESCRIBE") or cursor.expect("DESC")
+    cursor.accept("VIEW") or cursor.accept("STREAM") or cursor.accept("TABLE")
+    name = cursor.name("a stream, view or table name")
+    cursor.done()
+    return Describe(cursor.fragment, name)
+
+
+def _drop(cursor: _Cursor) -> Drop:
+    cursor.expect("DROP")
+    for kind in ("VIEW", "STREAM", "TABLE"):
+        if cursor.accept(kind):
+            break
+    else:
+        raise cursor.error("expected VIEW, STREAM or TABLE after DROP")
+    if_exists = cursor.accept("IF", "EXISTS")
+    name = cursor.name(f"a {kind.lower()} name")
+    cascade = cursor.accept("CASCADE")
+    cursor.done()
+    return Drop(cursor.fragment, kind, name, cascade, if_exists)
+
+
+def _verify(cursor: _Cursor) -> Verify:
+    cursor.expect("VERIFY")
+    cursor.accept("VIEW")
+    name = cursor.name("a view name")
+    cursor.done()
+    return Verify(cursor.fragment, name)
+
+
+def _seal(cursor: _Cursor) -> Seal:
+    cursor.expect("SEAL")
+    cursor.accept("STREAM")
+    name = cursor.name("a stream name")
+    cursor.expect("THROUGH")
+    through, at = cursor.string("a timestamp")
+    cursor.done()
+    return Seal(cursor.fragment, name, through, at)
+
+
+_HANDLERS = {
+    "CREATE": _create, "INSERT": _insert, "LOAD": _load, "SHOW": _show,
+    "DESCRIBE": _describe, "DESC": _describe, "DROP": _drop, "VERIFY": _verify, "SEAL": _seal,
+}

@@ -1,0 +1,127 @@
+"""The statements of the ViewDF language, as parsed from the user's text."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .source import Fragment
+
+
+@dataclass(frozen=True)
+class Name:
+    """An object name as written, with where it was written."""
+
+    text: str
+    start: int
+    end: int
+
+    @property
+    def key(self) -> str:
+        return self.text.lower()
+
+
+@dataclass(frozen=True)
+class Statement:
+    fragment: Fragment
+
+
+@dataclass(frozen=True)
+class CreateStream(Statement):
+    name: Name
+    columns: Fragment            # the column list, e.g. "ts TIMESTAMP, src STRING"
+    timestamp: Name | None       # the TIMESTAMP column; None means "the only TIMESTAMP column"
+    partition_length: int
+
+
+@dataclass(frozen=True)
+class CreateTable(Statement):
+    """An unpartitioned dimension table, from a column list or a query."""
+
+    name: Name
+    columns: Fragment | None
+    query: Fragment | None
+
+
+@dataclass(frozen=True)
+class DeltaQuery:
+    """One clause of a View Delta Function: ``INITIALIZE V[i] AS <query>``."""
+
+    clause: str                  # INITIALIZE, UPDATE or RECOMPUTE
+    head: Name                   # the view name written in the head
+    variable: str                # the part variable, e.g. "i" or "j"
+    query: Fragment
+
+
+@dataclass(frozen=True)
+class CreateViewDF(Statement):
+    """A hand-written View Delta Function."""
+
+    name: Name
+    initialize: DeltaQuery
+    update: DeltaQuery
+    recompute: DeltaQuery | None
+    partition_length: int | None
+    partition_length_at: int | None
+    start_at_latest: bool
+
+
+@dataclass(frozen=True)
+class CreateQueryView(Statement):
+    """A view given as an ordinary query, to be translated into ViewDFs."""
+
+    name: Name
+    query: Fragment
+
+
+@dataclass(frozen=True)
+class Insert(Statement):
+    target: Name
+    columns: tuple[Name, ...] | None
+    query: Fragment
+
+
+@dataclass(frozen=True)
+class Load(Statement):
+    path: str
+    path_at: int
+    target: Name
+    format: str | None
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Query(Statement):
+    query: Fragment
+
+
+@dataclass(frozen=True)
+class Show(Statement):
+    what: str                    # STREAMS, VIEWS, TABLES or PARTS
+    name: Name | None = None
+
+
+@dataclass(frozen=True)
+class Describe(Statement):
+    name: Name
+
+
+@dataclass(frozen=True)
+class Drop(Statement):
+    kind: str                    # STREAM, VIEW or TABLE
+    name: Name
+    cascade: bool
+    if_exists: bool
+
+
+@dataclass(frozen=True)
+class Verify(Statement):
+    name: Name
+
+
+@dataclass(frozen=True)
+class Seal(Statement):
+    """``SEAL M THROUGH '<ts>'``: close every part up to the one containing ts, empty if no data."""
+
+    name: Name
+    through: str
+    through_at: int

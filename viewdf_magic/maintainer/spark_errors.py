@@ -1,0 +1,66 @@
+"""Turn Spark's errors into ViewDFErrors that point at the user's text."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Iterable
+
+from pyspark.errors import PySparkException
+
+from ..errors import ViewDFError
+from ..language.queries import Binding
+from ..language.source import RewrittenText
+
+# PySpark logs every captured SQL error with its JVM stack trace; we report them ourselves.
+logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+
+_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)|line (\d+) pos (\d+)")
+
+
+def summary(exc: BaseException) -> str:
+    """The first meaningful line of a Spark error, without SQLSTATE and plan dumps."""
+    text = str(exc).strip()
+    first = text.split("\n", 1)[0]
+    first = re.sub(r"\s*SQLSTATE: \w+.*$", "", first)
+    first = re.sub(r"^\[[A-Z_.]+\]\s*", "", first)
+    return first.rstrip(";. ") or type(exc).__name__
+
+
+def spark_error(exc: BaseException, rewritten: RewrittenText | None = None,
+                bindings: Iterable[Binding] = (), context: str = "") -> ViewDFError:
+    """A ViewDFError for ``exc``, positioned in the source when Spark gave a position."""
+    message = summary(exc)
+    for binding in bindings:
+        message = message.replace(binding.placeholder, binding.text)
+    if context:
+        message = f"{context}: {message}"
+    if rewritten is None:
+        return ViewDFError(message)
+    offset, end = _offset(exc, rewritten.text)
+    if offset is None:
+        return rewritten.error(message)
+    return rewritten.error(message, offset, end)
+
+
+def _offset(exc: BaseException, text: str) -> tuple[int | None, int | None]:
+    if isinstance(exc, PySparkException):
+        try:
+            contexts = exc.getQueryContext()
+        except Exception:  # noqa: BLE001 - older servers do not send contexts
+            contexts = []
+        for context in contexts or []:
+            try:
+                start, stop = context.startIndex(), context.stopIndex()
+            except Exception:  # noqa: BLE001 - DataFrame contexts have no SQL position
+                continue
+            if 0 <= start < len(text):
+                return start, stop + 1
+    match = _POSITION.search(str(exc))
+    if match:
+        line = int(match.group(1) or match.group(3))
+        column = int(match.group(2) or match.group(4))
+        lines = text.split("\n")
+        if line <= len(lines):
+            return sum(len(piece) + 1 for piece in lines[:line - 1]) + column, None
+    return None, None

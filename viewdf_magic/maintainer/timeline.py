@@ -1,0 +1,141 @@
+"""Which parts exist, and which parts a query needs: the paper's NEXT[V] and readiness bitmaps.
+
+A stream's parts are contiguous from its first to its newest part (gaps are
+sealed empty), and a view's parts are contiguous from its start to NEXT[V]-1,
+so "does part s of X exist" is a comparison, and readiness of V[j] is that
+comparison for every part V[j]'s query names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..catalog.catalog import Catalog
+from ..catalog.model import LineageRange, ObjectDef
+from ..errors import ViewDFError
+from ..language.queries import Binding, CompiledQuery, RefKind
+
+
+@dataclass(frozen=True)
+class ResolvedRef:
+    """A binding of a query, resolved for one computation to concrete parts ``first .. last``."""
+
+    binding: Binding
+    definition: ObjectDef
+    first: int | None = None      # None for tables and the catalog view
+    last: int | None = None
+
+    @property
+    def subscripts(self) -> range:
+        if self.first is None or self.last is None:
+            return range(0)
+        return range(self.first, self.last + 1)
+
+
+class Timeline:
+    """Answers questions about existing parts from the catalog."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+
+    def start(self, definition: ObjectDef) -> int | None:
+        """The first part subscript of a stream or view (None while unknown)."""
+        state = self.catalog.state(definition.name)
+        if definition.kind == "stream":
+            return state.first
+        if definition.start is not None:
+            return definition.start
+        if state.parts:
+            return min(state.parts)
+        starts = []
+        for source in definition.sources:
+            source_def = self.catalog.get(source)
+            if source_def is None or not source_def.partitioned or source_def.key == definition.key:
+                continue
+            first = self.start(source_def)
+            if first is not None:
+                starts.append(first * source_def.partition_length)
+        if not starts:
+            return None
+        return min(starts) // definition.partition_length
+
+    def newest(self, definition: ObjectDef) -> int | None:
+        """The newest existing part subscript."""
+        state = self.catalog.state(definition.name)
+        if definition.kind == "stream":
+            return state.newest
+        return max(state.parts) if state.parts else None
+
+    def next_part(self, definition: ObjectDef) -> int | None:
+        """NEXT[V]: the subscript of the view's next part."""
+        newest = self.newest(definition)
+        return newest + 1 if newest is not None else self.start(definition)
+
+    def horizon(self) -> int | None:
+        """End (epoch seconds) of the newest stream part; no view part starts at or after it."""
+        ends = [(d_state.newest + 1) * d.partition_length
+                for d in self.catalog.objects.values() if d.kind == "stream"
+                for d_state in [self.catalog.state(d.name)] if d_state.newest is not None]
+        return max(ends) if ends else None
+
+    def resolve(self, query: CompiledQuery, target: ObjectDef | None, subscript: int | None) -> list[ResolvedRef]:
+        """Concrete parts for each binding of ``query``, computing ``target[subscript]``
+        (or an ad hoc query when ``target`` is None)."""
+        resolved = []
+        for binding in query.bindings:
+            definition = self.catalog.get(binding.name)
+            if definition is None:
+                if target is None or binding.name.lower() != target.key:
+                    raise ViewDFError(f"'{binding.name}' no longer exists")
+                definition = target
+            resolved.append(self._resolve_one(binding, definition, query, target, subscript))
+        return resolved
+
+    def _resolve_one(self, binding: Binding, definition: ObjectDef, query: CompiledQuery,
+                     target: ObjectDef | None, subscript: int | None) -> ResolvedRef:
+        if binding.kind in (RefKind.TABLE, RefKind.CATALOG):
+            return ResolvedRef(binding, definition)
+        first = self.start(definition)
+        if binding.kind is RefKind.ALL:
+            newest = self.newest(definition)
+            return ResolvedRef(binding, definition, first, newest if first is not None else None)
+        if binding.kind is RefKind.AS_OF:
+            assert target is not None and subscript is not None
+            last = ((subscript + 1) * target.partition_length - 1) // definition.partition_length
+            return ResolvedRef(binding, definition, first, last if first is not None else None)
+        env = {query.variable: subscript} if query.variable else {"LATEST": self.newest(definition)}
+        if None in env.values():
+            raise ViewDFError(f"{definition.name} has no parts yet")
+        assert binding.upper is not None
+        last = binding.upper.evaluate(env)
+        if binding.lower is None:
+            lower = first if first is not None else last + 1
+        else:
+            lower = binding.lower.evaluate(env)
+        return ResolvedRef(binding, definition, lower, last)
+
+    def available(self, ref: ResolvedRef, target: ObjectDef | None) -> bool:
+        """Does every part ``ref`` names exist (parts before an object's first part count as empty)?"""
+        if ref.first is None or ref.last is None or ref.first > ref.last:
+            return True
+        if target is not None and ref.definition.key == target.key:
+            return True           # the view's own earlier parts: validated to be before the current one
+        if ref.definition.kind == "stream":
+            newest = self.newest(ref.definition)
+            return newest is not None and ref.last <= newest
+        next_part = self.next_part(ref.definition)
+        return next_part is not None and ref.last < next_part
+
+    def lineage(self, refs: list[ResolvedRef]) -> tuple[LineageRange, ...]:
+        """Exactly the existing parts that ``refs`` read."""
+        ranges = []
+        for ref in refs:
+            if ref.first is None or ref.last is None:
+                continue
+            start, newest = self.start(ref.definition), self.newest(ref.definition)
+            if start is None or newest is None:
+                continue
+            first, last = max(ref.first, start), min(ref.last, newest)
+            if first <= last:
+                ranges.append(LineageRange(ref.definition.name, first, last))
+        return tuple(ranges)

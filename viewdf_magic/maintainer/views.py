@@ -1,0 +1,200 @@
+"""Define hand-written ViewDFs: compile their clauses, validate references, infer the schema."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, replace
+
+from pyspark.errors import PySparkException
+from pyspark.sql.types import StructField, StructType
+
+from ..catalog.catalog import Catalog
+from ..catalog.model import PART_TIMESTAMP, ObjectDef
+from ..language.parser import parse
+from ..language.queries import CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query
+from ..language.statements import CreateViewDF, DeltaQuery
+from .execute import QueryRunner
+from .spark_errors import spark_error
+from .timeline import ResolvedRef, Timeline
+
+CATALOG_VIEW = "viewdf_parts"
+# Part subscripts at which reference arithmetic is checked for future and cyclic references.
+_SAMPLE_SUBSCRIPTS = (1_000_000, 1_000_001, 1_000_059, 23_667_840, 23_667_899, 394_464)
+
+
+@dataclass(frozen=True)
+class CompiledView:
+    """A view's definition with its clauses compiled for Spark."""
+
+    definition: ObjectDef
+    initialize: CompiledQuery
+    update: CompiledQuery
+    recompute: CompiledQuery | None
+
+
+def catalog_lookup(catalog: Catalog) -> Lookup:
+    """Name resolution for queries: the catalog's objects plus the part-metadata view."""
+    kinds = {"stream": ObjectKind.STREAM, "view": ObjectKind.VIEW, "table": ObjectKind.TABLE}
+
+    def lookup(name: str) -> tuple[str, ObjectKind] | None:
+        definition = catalog.get(name)
+        if definition is not None:
+            return definition.name, kinds[definition.kind]
+        if name.lower() == CATALOG_VIEW:
+            return CATALOG_VIEW, ObjectKind.CATALOG
+        return None
+    return lookup
+
+
+def _compile_clause(clause: DeltaQuery, lookup: Lookup, name: str) -> CompiledQuery:
+    scope = Scope.RECOMPUTE if clause.clause == "RECOMPUTE" else Scope.DELTA
+    return compile_query(clause.query, lookup, scope, clause.variable, name)
+
+
+def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
+    """Recompile a stored view definition (on reopen, or after creation)."""
+    statement = parse(definition.definition)[0]
+    assert isinstance(statement, CreateViewDF)
+    lookup = catalog_lookup(catalog)
+    recompute = statement.recompute and _compile_clause(statement.recompute, lookup, definition.name)
+    return CompiledView(definition, _compile_clause(statement.initialize, lookup, definition.name),
+                        _compile_clause(statement.update, lookup, definition.name), recompute or None)
+
+
+class ViewDefiner:
+    """Checks a CREATE VIEW ... INITIALIZE ... UPDATE statement and builds its catalog entry."""
+
+    def __init__(self, catalog: Catalog, timeline: Timeline, runner: QueryRunner) -> None:
+        self.catalog = catalog
+        self.timeline = timeline
+        self.runner = runner
+
+    def define(self, statement: CreateViewDF) -> ObjectDef:
+        name = statement.name
+        if self.catalog.get(name.text) is not None or name.key == CATALOG_VIEW:
+            raise statement.fragment.error(f"'{name.text}' already exists", name.start, name.end)
+        lookup = catalog_lookup(self.catalog)
+        initialize = _compile_clause(statement.initialize, lookup, name.text)
+        update = _compile_clause(statement.update, lookup, name.text)
+        recompute = statement.recompute and _compile_clause(statement.recompute, lookup, name.text)
+        clauses = [q for q in (initialize, update, recompute) if q]
+        sources = self._sources(clauses, name.text)
+        partitioned = [s for s in sources if s.partitioned]
+        if not partitioned:
+            raise statement.fragment.error("a view must read at least one stream or view part",
+                                           name.start, name.end)
+        length = statement.partition_length or max(s.partition_length for s in partitioned)
+        for source in partitioned:
+            if length % source.partition_length:
+                at = statement.partition_length_at or name.start
+                raise statement.fragment.error(
+                    f"PARTITION LENGTH {length} is not a multiple of {source.name}'s partition length "
+                    f"{source.partition_length}", at)
+        draft = ObjectDef("view", name.text, uuid.uuid4().hex[:12], StructType([]).json(),
+                          statement.fragment.text, time.time(), length,
+                          sources=tuple(s.name for s in sources))
+        self._check_references(initialize, draft, "INITIALIZE")
+        self._check_references(update, draft, "UPDATE")
+        if recompute:
+            self._check_references(recompute, draft, "RECOMPUTE")
+        schema = self._infer_schema(initialize, update, recompute, draft)
+        draft = replace(draft, schema_json=schema.json())
+        if statement.start_at_latest:
+            draft = replace(draft, start=self._latest_start(draft, partitioned))
+        return draft
+
+    def _sources(self, clauses: list[CompiledQuery], view: str) -> list[ObjectDef]:
+        seen: dict[str, ObjectDef] = {}
+        for query in clauses:
+            for binding in query.bindings:
+                definition = self.catalog.get(binding.name)
+                if definition is not None and binding.name.lower() != view.lower():
+                    seen.setdefault(definition.key, definition)
+        return list(seen.values())
+
+    def _check_references(self, query: CompiledQuery, view: ObjectDef, clause: str) -> None:
+        fragment = query.fragment
+        for binding in query.bindings:
+            is_self = binding.name.lower() == view.key
+            if is_self and clause != "UPDATE":
+                raise fragment.error(f"{clause} cannot read {view.name}'s own parts; only UPDATE can "
+                                     f"(e.g. {view.name}[j-1])", binding.start, binding.end)
+            if binding.kind is not RefKind.PARTS or binding.upper is None:
+                continue
+            source = view if is_self else self.catalog.get(binding.name)
+            for j in _SAMPLE_SUBSCRIPTS:
+                try:
+                    upper = binding.upper.evaluate({query.variable: j})
+                except ZeroDivisionError as exc:
+                    raise fragment.error(str(exc), binding.start, binding.end) from None
+                if is_self and upper >= j:
+                    raise fragment.error(
+                        f"dependency cycle: {view.name}[{query.variable}] would read "
+                        f"{binding.text}, a part that is not computed yet; a view can read only its own "
+                        f"earlier parts", binding.start, binding.end)
+                if not is_self and upper * source.partition_length >= (j + 1) * view.partition_length:
+                    raise fragment.error(
+                        f"{clause} references a future part: {binding.text} starts after "
+                        f"{view.name}[{query.variable}] ends", binding.start, binding.end)
+
+    def _analyze(self, query: CompiledQuery, view: ObjectDef, clause: str) -> StructType:
+        """The output schema of ``query`` over empty inputs (analysis only, no Spark job)."""
+        refs, frames = [], {}
+        for binding in query.bindings:
+            definition = view if binding.name.lower() == view.key else self.catalog.get(binding.name)
+            ref = ResolvedRef(binding, definition)
+            refs.append(ref)
+            frames[binding.placeholder] = self.runner.frame(ref, empty=True)
+        with self.runner.bound(query, refs, frames, context=f"in {clause}") as frame:
+            return frame.schema
+
+    def _infer_schema(self, initialize: CompiledQuery, update: CompiledQuery,
+                      recompute: CompiledQuery | None, draft: ObjectDef) -> StructType:
+        schema = self._view_schema(self._analyze(initialize, draft, "INITIALIZE"), initialize)
+        for _ in range(4):
+            view = replace(draft, schema_json=schema.json())
+            updated = self._analyze(update, view, "UPDATE")
+            widened = self._widen(schema, updated, update, "UPDATE")
+            if widened == schema:
+                break
+            schema = widened
+        if recompute is not None:
+            self._widen(schema, self._analyze(recompute, replace(draft, schema_json=schema.json()),
+                                              "RECOMPUTE"), recompute, "RECOMPUTE")
+        return schema
+
+    def _view_schema(self, output: StructType, query: CompiledQuery) -> StructType:
+        fields = [f for f in output.fields if f.name.upper() != PART_TIMESTAMP]
+        seen: set[str] = set()
+        for field in fields:
+            if field.name.lower() in seen:
+                raise query.rewritten.error(f"INITIALIZE returns two columns named '{field.name}'; "
+                                            f"give them distinct aliases")
+            seen.add(field.name.lower())
+        return StructType([StructField(f.name, f.dataType, True) for f in fields])
+
+    def _widen(self, schema: StructType, output: StructType, query: CompiledQuery, clause: str) -> StructType:
+        fields = [f for f in output.fields if f.name.upper() != PART_TIMESTAMP]
+        if len(fields) != len(schema.fields):
+            names = ", ".join(f.name for f in fields)
+            raise query.rewritten.error(
+                f"{clause} returns {len(fields)} columns ({names}) but INITIALIZE returns "
+                f"{len(schema.fields)} ({', '.join(schema.fieldNames())}); columns are matched by position")
+        spark = self.runner.spark
+        left = spark.createDataFrame([], schema)
+        right = spark.createDataFrame([], StructType([StructField(s.name, f.dataType, True)
+                                                      for s, f in zip(schema.fields, fields)]))
+        try:
+            union = left.union(right).schema
+        except PySparkException as exc:
+            raise spark_error(exc, query.rewritten, query.bindings,
+                              f"{clause} column types do not match INITIALIZE's") from None
+        return StructType([StructField(f.name, f.dataType, True) for f in union.fields])
+
+    def _latest_start(self, draft: ObjectDef, sources: list[ObjectDef]) -> int | None:
+        newest = [self.timeline.newest(s) for s in sources]
+        if any(n is None for n in newest):
+            return None
+        return min(n * s.partition_length for n, s in zip(newest, sources)) // draft.partition_length
+

@@ -1,0 +1,113 @@
+"""Part data as Parquet folders, written and read by Spark.
+
+Every stored row of a stream or view carries its part's ``PART_TIMESTAMP`` as a
+physical column (a constant per file, so Parquet stores it in a few bytes); a
+read of many parts is then one plain scan. A folder is written under a fresh
+unique name and only becomes part of the warehouse when the catalog entry that
+names it is committed.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import OrderedDict
+from typing import Iterable
+
+from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType, TimestampType
+
+from ..catalog.filesystem import HadoopFileSystem
+from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState
+from ..timeparts import subscript_sql
+
+PART_COLUMN = "__part"
+
+
+def stored_schema(definition: ObjectDef) -> StructType:
+    """The physical schema: the logical one plus PART_TIMESTAMP for partitioned objects."""
+    schema = definition.schema
+    if definition.partitioned:
+        schema = StructType(schema.fields + [StructField(PART_TIMESTAMP, TimestampType(), True)])
+    return schema
+
+
+class PartStore:
+    """Reads and writes part folders; keeps recently written parts in a small in-memory cache."""
+
+    def __init__(self, spark: SparkSession, fs: HadoopFileSystem, cache_size: int = 8) -> None:
+        self.spark = spark
+        self.fs = fs
+        self.cache: OrderedDict[tuple[str, int], DataFrame] = OrderedDict()
+        self.cache_size = cache_size
+        self.cache_hits = 0
+
+    # -- reading -------------------------------------------------------------------------
+    def empty(self, definition: ObjectDef) -> DataFrame:
+        return self.spark.createDataFrame([], stored_schema(definition))
+
+    def read_parts(self, definition: ObjectDef, state: ObjectState, subscripts: Iterable[int]) -> DataFrame:
+        """The union of the given parts; missing or empty parts contribute nothing."""
+        wanted = [s for s in subscripts if s in state.parts and state.parts[s].folders]
+        if len(wanted) == 1 and (definition.id, wanted[0]) in self.cache:
+            self.cache_hits += 1
+            self.cache.move_to_end((definition.id, wanted[0]))
+            return self.cache[(definition.id, wanted[0])]
+        folders = [f for s in wanted for f in state.parts[s].folders]
+        return self.read_folders(definition, folders)
+
+    def read_folders(self, definition: ObjectDef, folders: list[str]) -> DataFrame:
+        if not folders:
+            return self.empty(definition)
+        return self.spark.read.schema(stored_schema(definition)).parquet(*[self.fs.uri(f) for f in folders])
+
+    def read_table(self, definition: ObjectDef, state: ObjectState) -> DataFrame:
+        return self.read_folders(definition, state.table_folders)
+
+    # -- writing -------------------------------------------------------------------------
+    def new_folder(self, definition: ObjectDef) -> str:
+        return f"data/{definition.id}/{uuid.uuid4().hex}"
+
+    def write_part(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> tuple[str, int]:
+        """Write one view part (``frame`` already has the view's columns); returns (folder, rows)."""
+        folder = self.new_folder(definition)
+        stamp = F.timestamp_seconds(F.lit(subscript * definition.partition_length))
+        counted = Observation()
+        out = frame.withColumn(PART_TIMESTAMP, stamp).observe(counted, F.count(F.lit(1)).alias("rows"))
+        out.write.parquet(self.fs.uri(folder))
+        rows = int(counted.get["rows"])
+        if rows == 0:
+            self.fs.delete(folder)
+            return "", 0
+        return folder, rows
+
+    def remember(self, definition: ObjectDef, subscript: int, folder: str) -> None:
+        """Cache a just-written part so the next steps that read it skip the disk."""
+        frame = self.read_folders(definition, [folder]).cache()
+        self.cache[(definition.id, subscript)] = frame
+        while len(self.cache) > self.cache_size:
+            _, old = self.cache.popitem(last=False)
+            old.unpersist()
+
+    def forget(self, definition: ObjectDef) -> None:
+        for key in [k for k in self.cache if k[0] == definition.id]:
+            self.cache.pop(key).unpersist()
+
+    def write_batch(self, definition: ObjectDef, frame: DataFrame) -> str:
+        """Write a stream batch, one sub-folder per part (``__part=<subscript>``), in one Spark job."""
+        folder = self.new_folder(definition)
+        length = definition.partition_length
+        out = frame.withColumn(PART_COLUMN, F.expr(subscript_sql(f"`{definition.timestamp_column}`", length)))
+        out = out.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length)))
+        out.write.partitionBy(PART_COLUMN).parquet(self.fs.uri(folder))
+        return folder
+
+    def write_table(self, definition: ObjectDef, frame: DataFrame) -> tuple[str, int]:
+        folder = self.new_folder(definition)
+        counted = Observation()
+        frame.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(self.fs.uri(folder))
+        return folder, int(counted.get["rows"])
+
+    def delete_object(self, definition: ObjectDef) -> None:
+        self.forget(definition)
+        self.fs.delete(f"data/{definition.id}")

@@ -1,0 +1,357 @@
+"""The Warehouse: the Python API over the language, the catalog, the storage and the maintainer."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+
+import pandas as pd
+from pyspark.errors import PySparkException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+
+from .catalog.catalog import Catalog
+from .catalog.filesystem import HadoopFileSystem
+from .catalog.model import ObjectDef
+from .commands import inspect
+from .commands.ingest import IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
+from .errors import ViewDFError
+from .language import statements as st
+from .language.parser import parse
+from .language.queries import CompiledQuery, RefKind, Scope, compile_query
+from .maintainer.execute import check_runtime
+from .maintainer.maintainer import Maintainer, StepReport
+from .maintainer.spark_errors import spark_error
+from .maintainer.views import CATALOG_VIEW, catalog_lookup
+from .session import embedded_session, prepare
+from .storage.parts import PartStore
+from .timeparts import TimestampLike, format_part, subscript_of
+
+
+@dataclass
+class Result:
+    """The outcome of one statement."""
+
+    statement: st.Statement
+    message: str | None = None
+    frame: DataFrame | None = None        # rows of a query, as a (lazy) Spark DataFrame
+    table: pd.DataFrame | None = None     # rows of SHOW, DESCRIBE or VERIFY
+    detail: str | None = None             # extra text, e.g. a definition
+    steps: list[StepReport] = field(default_factory=list)
+
+    @property
+    def has_rows(self) -> bool:
+        return self.frame is not None or self.table is not None
+
+    def to_pandas(self) -> pd.DataFrame | None:
+        if self.table is not None:
+            return self.table
+        if self.frame is not None:
+            return check_runtime(self.frame.toPandas, None, "running the query")
+        return None
+
+
+class Warehouse:
+    """A ViewDF warehouse at ``path`` (local, ``file:``, ``hdfs:`` or ``s3a:``).
+
+    With no ``spark`` session, an embedded local one is started.
+    """
+
+    def __init__(self, path: str, spark: SparkSession | None = None, *, progress: bool = True) -> None:
+        self.spark = prepare(spark) if spark is not None else embedded_session()
+        self.fs = HadoopFileSystem(self.spark, path)
+        self.path = self.fs.root
+        self.catalog = Catalog(self.fs)
+        self.store = PartStore(self.spark, self.fs)
+        self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
+        self.ingester = Ingester(self.spark, self.catalog, self.store)
+        self._lock = threading.RLock()
+
+    # -- public API ----------------------------------------------------------------------
+    def execute(self, text: str) -> pd.DataFrame | None:
+        """Run ``;``-separated statements; return the last query's rows as pandas, or None."""
+        results = self.run(text)
+        for result in reversed(results):
+            if result.has_rows:
+                return result.to_pandas()
+        return None
+
+    def run(self, text: str) -> list[Result]:
+        """Run ``;``-separated statements and return one Result for each."""
+        statements = parse(text)
+        with self._lock:
+            return [self._dispatch(statement) for statement in statements]
+
+    def ingest(self, stream: str, data: pd.DataFrame | DataFrame) -> IngestReport:
+        """Append a batch to a stream, routed to parts by timestamp, then run maintenance."""
+        with self._lock:
+            definition = self._require(stream, ("stream",))
+            error = lambda message: ViewDFError(message)  # noqa: E731 - no source text to point at
+            frame = self.ingester.to_frame(data)
+            if frame.columns:
+                frame = conform_by_name(frame, definition.schema, error)
+            report = self.ingester.append_stream(definition, frame, error)
+            report.steps = self.maintainer.cascade()
+            return report
+
+    def recompute(self, view: str, part_timestamp: TimestampLike) -> pd.DataFrame:
+        """The view part containing ``part_timestamp``, computed from scratch."""
+        with self._lock:
+            definition = self._require(view, ("view",))
+            subscript = self._subscript(definition, part_timestamp)
+            frame = self.maintainer.recompute(definition, subscript)
+            return check_runtime(frame.toPandas, None, f"recomputing {view}")
+
+    def read_part(self, name: str, part_timestamp: TimestampLike) -> pd.DataFrame:
+        """The stored rows of the part of ``name`` containing ``part_timestamp``."""
+        with self._lock:
+            definition = self._require(name, ("stream", "view"))
+            subscript = self._subscript(definition, part_timestamp)
+            frame = self.store.read_parts(definition, self.catalog.state(name), [subscript])
+            return frame.toPandas()
+
+    def parts(self, name: str | None = None) -> pd.DataFrame:
+        """Part metadata (rows, compute time, lineage, last update) of one object or all."""
+        definition = self._require(name, ("stream", "view")) if name else None
+        return inspect.parts_table(self.catalog, definition)
+
+    @property
+    def history(self) -> list[StepReport]:
+        """The most recent maintenance steps, oldest first."""
+        return list(self.maintainer.history)
+
+    def close(self) -> None:
+        """Drop cached parts. The SparkSession is left running."""
+        self.store.cache.clear()
+
+    # -- helpers -------------------------------------------------------------------------
+    def _require(self, name: str, kinds: tuple[str, ...], statement: st.Statement | None = None,
+                 at: st.Name | None = None) -> ObjectDef:
+        definition = self.catalog.get(name)
+        if definition is None or definition.kind not in kinds:
+            what = " or ".join(kinds)
+            message = f"no {what} named '{name}'"
+            if definition is not None:
+                message = f"'{name}' is a {definition.kind}, not a {what}"
+            if statement is not None and at is not None:
+                raise statement.fragment.error(message, at.start, at.end)
+            raise ViewDFError(message)
+        return definition
+
+    def _subscript(self, definition: ObjectDef, part_timestamp: TimestampLike) -> int:
+        try:
+            return subscript_of(part_timestamp, definition.partition_length)
+        except ValueError as exc:
+            raise ViewDFError(str(exc)) from None
+
+    def _parts_frame(self) -> DataFrame:
+        table = inspect.parts_table(self.catalog)
+        if table.empty:
+            return self.spark.createDataFrame(
+                [], "name string, part bigint, part_timestamp timestamp, rows bigint, compute_seconds double, "
+                    "how string, lineage string, last_updated timestamp")
+        return self.spark.createDataFrame(table)
+
+    def _compile_adhoc(self, fragment) -> CompiledQuery:
+        return compile_query(fragment, catalog_lookup(self.catalog), Scope.ADHOC)
+
+    def _query(self, fragment) -> DataFrame:
+        query = self._compile_adhoc(fragment)
+        refs = self.maintainer.timeline.resolve(query, None, None)
+        for ref in refs:
+            if ref.binding.kind is not RefKind.PARTS or ref.binding.lower is not ref.binding.upper:
+                continue
+            start = self.maintainer.timeline.start(ref.definition)
+            newest = self.maintainer.timeline.newest(ref.definition)
+            if start is None or newest is None or not start <= ref.last <= newest:
+                span = "it has no parts" if start is None or newest is None else \
+                    f"its parts run from {start} to {newest}"
+                raise fragment.error(f"{ref.definition.name} has no part {ref.last} ({span})",
+                                     ref.binding.start, ref.binding.end)
+        with self.maintainer.runner.bound(query, refs) as frame:
+            return frame
+
+    # -- statements ----------------------------------------------------------------------
+    def _dispatch(self, statement: st.Statement) -> Result:
+        handler = getattr(self, f"_run_{type(statement).__name__}")
+        return handler(statement)
+
+    def _check_new_name(self, statement: st.Statement, name: st.Name) -> None:
+        if self.catalog.get(name.text) is not None or name.key == CATALOG_VIEW:
+            raise statement.fragment.error(f"'{name.text}' already exists", name.start, name.end)
+
+    def _schema(self, statement: st.Statement, columns) -> StructType:
+        try:
+            schema = self.spark.createDataFrame([], columns.text).schema
+        except PySparkException as exc:
+            error = spark_error(exc)
+            raise columns.error(f"bad column list: {error.message}", columns.start) from None
+        stream_schema_check(schema, lambda message: columns.error(message, columns.start))
+        return schema
+
+    def _run_CreateStream(self, statement: st.CreateStream) -> Result:
+        self._check_new_name(statement, statement.name)
+        schema = self._schema(statement, statement.columns)
+        timestamps = [f for f in schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType))]
+        if statement.timestamp is not None:
+            found = [f for f in schema.fields if f.name.lower() == statement.timestamp.text.lower()]
+            if not found or found[0] not in timestamps:
+                raise statement.fragment.error(f"'{statement.timestamp.text}' is not a TIMESTAMP column",
+                                               statement.timestamp.start, statement.timestamp.end)
+            column = found[0].name
+        elif len(timestamps) == 1:
+            column = timestamps[0].name
+        else:
+            raise statement.fragment.error("name the timestamp column with TIMESTAMP <column>",
+                                           statement.name.start, statement.name.end)
+        definition = ObjectDef("stream", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
+                               statement.fragment.text, time.time(), statement.partition_length,
+                               timestamp_column=column)
+        self.catalog.commit([{"op": "create", "object": definition.to_json()}])
+        return Result(statement, f"Created stream {definition.name} (PARTITION LENGTH "
+                                 f"{definition.partition_length}, TIMESTAMP {column}).")
+
+    def _run_CreateTable(self, statement: st.CreateTable) -> Result:
+        self._check_new_name(statement, statement.name)
+        if statement.columns is not None:
+            schema = self._schema(statement, statement.columns)
+            frame = None
+        else:
+            frame = self._query(statement.query)
+            schema = frame.schema
+        definition = ObjectDef("table", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
+                               statement.fragment.text, time.time())
+        if frame is not None:
+            # Write before publishing the table, so a failing query leaves nothing behind.
+            folder, rows = check_runtime(lambda: self.store.write_table(definition, frame), None,
+                                         f"creating {definition.name}")
+            self.catalog.commit([{"op": "create", "object": definition.to_json()},
+                                 {"op": "table_data", "name": definition.key, "folders": [folder] if rows else [],
+                                  "rows": rows, "updated": time.time()}])
+            return Result(statement, f"Created table {definition.name} with {rows} rows.")
+        self.catalog.commit([{"op": "create", "object": definition.to_json()}])
+        return Result(statement, f"Created table {definition.name}.")
+
+    def _run_CreateViewDF(self, statement: st.CreateViewDF) -> Result:
+        definition = self.maintainer.definer.define(statement)
+        self.catalog.commit([{"op": "create", "object": definition.to_json()}])
+        steps = self.maintainer.cascade()
+        mine = [s for s in steps if s.view == definition.name]
+        message = f"Created view {definition.name} (PARTITION LENGTH {definition.partition_length})"
+        if mine:
+            message += f"; computed {len(mine)} part(s) up to {mine[-1].part_timestamp:%Y-%m-%d %H:%M:%S}"
+        return Result(statement, message + ".", steps=steps)
+
+    def _run_CreateQueryView(self, statement: st.CreateQueryView) -> Result:
+        raise statement.fragment.error(
+            "this view is an ordinary query; automatic translation of pattern and sliding-window queries "
+            "into ViewDFs is not available yet. Write it as CREATE VIEW name AS INITIALIZE name[i] AS ... "
+            "UPDATE name[j] AS ...", statement.query.start)
+
+    def _target(self, statement: st.Statement, name: st.Name) -> ObjectDef:
+        return self._require(name.text, ("stream", "table"), statement, name)
+
+    def _write(self, statement: st.Statement, definition: ObjectDef, frame: DataFrame, error) -> Result:
+        if definition.kind == "table":
+            rows = self.ingester.append_table(definition, frame)
+            return Result(statement, f"Inserted {rows} rows into {definition.name}.")
+        report = self.ingester.append_stream(definition, frame, error)
+        report.steps = self.maintainer.cascade()
+        return Result(statement, f"Inserted {report}.", steps=report.steps)
+
+    def _run_Insert(self, statement: st.Insert) -> Result:
+        definition = self._target(statement, statement.target)
+        query = statement.query
+        error = lambda message: query.error(message)  # noqa: E731
+        frame = self._query(query)
+        columns = [c.text for c in statement.columns] if statement.columns else None
+        frame = conform_by_position(frame, definition.schema, columns, error)
+        return self._write(statement, definition, frame, error)
+
+    def _run_Load(self, statement: st.Load) -> Result:
+        definition = self._target(statement, statement.target)
+        error = lambda message: statement.fragment.error(message, statement.path_at)  # noqa: E731
+        frame = self.ingester.read_file(statement.path, statement.format, statement.options,
+                                        definition.schema, error)
+        return self._write(statement, definition, frame, error)
+
+    def _run_Query(self, statement: st.Query) -> Result:
+        return Result(statement, frame=self._query(statement.query))
+
+    def _run_Show(self, statement: st.Show) -> Result:
+        timeline = self.maintainer.timeline
+        if statement.what == "STREAMS":
+            return Result(statement, table=inspect.streams_table(self.catalog))
+        if statement.what == "VIEWS":
+            return Result(statement, table=inspect.views_table(self.catalog, timeline))
+        if statement.what == "TABLES":
+            return Result(statement, table=inspect.tables_table(self.catalog))
+        definition = self._require(statement.name.text, ("stream", "view"), statement, statement.name)
+        return Result(statement, table=inspect.parts_table(self.catalog, definition))
+
+    def _run_Describe(self, statement: st.Describe) -> Result:
+        definition = self._require(statement.name.text, ("stream", "view", "table"), statement, statement.name)
+        return Result(statement, table=inspect.describe_table(definition), detail=inspect.describe_text(definition))
+
+    def _run_Drop(self, statement: st.Drop) -> Result:
+        kind = statement.kind.lower()
+        definition = self.catalog.get(statement.name.text)
+        if definition is None and statement.if_exists:
+            return Result(statement, f"No {kind} named {statement.name.text}; nothing dropped.")
+        definition = self._require(statement.name.text, (kind,), statement, statement.name)
+        doomed = self._dependents_closure(definition)
+        if len(doomed) > 1 and not statement.cascade:
+            names = ", ".join(d.name for d in doomed[1:])
+            raise statement.fragment.error(f"cannot drop {definition.name}: {names} depend(s) on it; "
+                                           f"use DROP {statement.kind} {definition.name} CASCADE",
+                                           statement.name.start, statement.name.end)
+        ordered = list(reversed(doomed))
+        self.catalog.commit([{"op": "drop", "name": d.key} for d in ordered])
+        for d in ordered:
+            self.maintainer.forget(d)
+            self.store.delete_object(d)
+        return Result(statement, f"Dropped {', '.join(d.name for d in ordered)}.")
+
+    def _dependents_closure(self, definition: ObjectDef) -> list[ObjectDef]:
+        result = [definition]
+        for item in result:
+            for dependent in self.catalog.dependents(item.name):
+                if dependent not in result:
+                    result.append(dependent)
+        return result
+
+    def _run_Verify(self, statement: st.Verify) -> Result:
+        definition = self._require(statement.name.text, ("view",), statement, statement.name)
+        rows = []
+        state = self.catalog.state(definition.name)
+        for subscript in sorted(state.parts):
+            stored = self.store.read_parts(definition, state, [subscript]).drop("PART_TIMESTAMP")
+            fresh = self.maintainer.recompute(definition, subscript)
+            missing = check_runtime(lambda: fresh.exceptAll(stored).count(), None, "verifying")
+            extra = check_runtime(lambda: stored.exceptAll(fresh).count(), None, "verifying")
+            rows.append({"part": subscript, "part_timestamp": format_part(subscript, definition.partition_length),
+                         "stored_rows": state.parts[subscript].rows, "missing_rows": missing, "extra_rows": extra,
+                         "equal": missing == 0 and extra == 0})
+        table = pd.DataFrame(rows, columns=["part", "part_timestamp", "stored_rows", "missing_rows", "extra_rows",
+                                            "equal"])
+        bad = int((~table["equal"]).sum()) if len(table) else 0
+        message = (f"{definition.name}: all {len(table)} part(s) equal their recomputation." if not bad else
+                   f"{definition.name}: {bad} of {len(table)} part(s) differ from their recomputation.")
+        return Result(statement, message, table=table)
+
+    def _run_Seal(self, statement: st.Seal) -> Result:
+        definition = self._require(statement.name.text, ("stream",), statement, statement.name)
+        try:
+            through = subscript_of(statement.through, definition.partition_length)
+        except ValueError as exc:
+            raise statement.fragment.error(str(exc), statement.through_at) from None
+        newest = self.catalog.state(definition.name).newest
+        if newest is not None and through <= newest:
+            return Result(statement, f"{definition.name} is already sealed through "
+                                     f"{format_part(newest, definition.partition_length)}.")
+        self.catalog.commit([{"op": "advance", "name": definition.key, "through": through, "updated": time.time()}])
+        steps = self.maintainer.cascade()
+        return Result(statement, f"Sealed {definition.name} through "
+                                 f"{format_part(through, definition.partition_length)}.", steps=steps)
