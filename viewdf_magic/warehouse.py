@@ -93,7 +93,7 @@ class Warehouse:
             if frame.columns:
                 frame = conform_by_name(frame, definition.schema, error)
             report = self.ingester.append_stream(definition, frame, error)
-            report.steps = self.maintainer.cascade()
+            report.steps = self._maintain()
             return report
 
     def recompute(self, view: str, part_timestamp: TimestampLike) -> pd.DataFrame:
@@ -118,9 +118,52 @@ class Warehouse:
         return inspect.parts_table(self.catalog, definition)
 
     @property
+    def maintenance(self) -> str:
+        """``auto`` (maintain on every change) or ``manual`` (only when stepped)."""
+        return self.catalog.settings.get("maintenance", "auto")
+
+    def set_maintenance(self, mode: str) -> list[StepReport]:
+        """Switch maintenance mode; switching to auto computes everything that is ready."""
+        if mode not in ("auto", "manual"):
+            raise ViewDFError(f"maintenance mode must be 'auto' or 'manual', not {mode!r}")
+        with self._lock:
+            if mode != self.maintenance:
+                self.catalog.commit([{"op": "setting", "key": "maintenance", "value": mode}])
+            return self._maintain()
+
+    def step(self, view: str | None = None, n: int | None = 1, plan: bool = False) -> list[StepReport]:
+        """Compute the next ready part (or ``n`` parts; all with ``n=None``) in dependency order.
+
+        With ``view``, compute that view's next part; it is an error if it is not ready.
+        """
+        with self._lock:
+            definition = self._require(view, ("view",)) if view else None
+            if definition is not None and self.maintainer.next_step(definition) is None:
+                raise ViewDFError(self._not_ready(definition))
+            return self.maintainer.step(definition, n, plan)
+
+    def pending(self) -> pd.DataFrame:
+        """Each view's next part and every part it references, with whether each exists."""
+        with self._lock:
+            return self.maintainer.pending()
+
     def history(self) -> list[StepReport]:
-        """The most recent maintenance steps, oldest first."""
+        """The most recent maintenance steps (automatic or stepped), oldest first."""
         return list(self.maintainer.history)
+
+    def _maintain(self) -> list[StepReport]:
+        return self.maintainer.cascade() if self.maintenance == "auto" else []
+
+    def _not_ready(self, definition: ObjectDef) -> str:
+        step = self.maintainer.pending_step(definition)
+        if step is None:
+            return f"{definition.name} is not ready: its sources have no parts yet"
+        waiting = [r for r in step.refs if not self.maintainer.timeline.available(r, definition)]
+        stamp = format_part(step.subscript, definition.partition_length)
+        if not waiting:
+            return f"{definition.name} is not ready: its next part {stamp} is after the newest stream data"
+        missing = ", ".join(f"{r.binding.name}[{r.last}]" for r in waiting)
+        return f"{definition.name} is not ready: its next part {stamp} waits for {missing}"
 
     def close(self) -> None:
         """Drop cached parts. The SparkSession is left running."""
@@ -237,7 +280,7 @@ class Warehouse:
     def _run_CreateViewDF(self, statement: st.CreateViewDF) -> Result:
         definition = self.maintainer.definer.define(statement)
         self.catalog.commit([{"op": "create", "object": definition.to_json()}])
-        steps = self.maintainer.cascade()
+        steps = self._maintain()
         mine = [s for s in steps if s.view == definition.name]
         message = f"Created view {definition.name} (PARTITION LENGTH {definition.partition_length})"
         if mine:
@@ -258,7 +301,7 @@ class Warehouse:
             rows = self.ingester.append_table(definition, frame)
             return Result(statement, f"Inserted {rows} rows into {definition.name}.")
         report = self.ingester.append_stream(definition, frame, error)
-        report.steps = self.maintainer.cascade()
+        report.steps = self._maintain()
         return Result(statement, f"Inserted {report}.", steps=report.steps)
 
     def _run_Insert(self, statement: st.Insert) -> Result:
@@ -280,8 +323,24 @@ class Warehouse:
     def _run_Query(self, statement: st.Query) -> Result:
         return Result(statement, frame=self._query(statement.query))
 
+    def _run_SetMaintenance(self, statement: st.SetMaintenance) -> Result:
+        steps = self.set_maintenance(statement.mode)
+        message = f"Maintenance is {statement.mode}."
+        if steps:
+            message += f" Computed {len(steps)} pending view part(s)."
+        return Result(statement, message, steps=steps)
+
+    def _run_Step(self, statement: st.Step) -> Result:
+        if statement.view is not None:
+            self._require(statement.view.text, ("view",), statement, statement.view)
+        steps = self.step(statement.view.text if statement.view else None, statement.count, statement.plan)
+        message = f"Computed {len(steps)} view part(s)." if steps else "Nothing is ready to compute."
+        return Result(statement, message, steps=steps)
+
     def _run_Show(self, statement: st.Show) -> Result:
         timeline = self.maintainer.timeline
+        if statement.what == "PENDING":
+            return Result(statement, table=self.maintainer.pending())
         if statement.what == "STREAMS":
             return Result(statement, table=inspect.streams_table(self.catalog))
         if statement.what == "VIEWS":
@@ -352,6 +411,6 @@ class Warehouse:
             return Result(statement, f"{definition.name} is already sealed through "
                                      f"{format_part(newest, definition.partition_length)}.")
         self.catalog.commit([{"op": "advance", "name": definition.key, "through": through, "updated": time.time()}])
-        steps = self.maintainer.cascade()
+        steps = self._maintain()
         return Result(statement, f"Sealed {definition.name} through "
                                  f"{format_part(through, definition.partition_length)}.", steps=steps)

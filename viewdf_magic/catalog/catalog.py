@@ -27,6 +27,7 @@ class Catalog:
         self.fs = fs
         self.objects: dict[str, ObjectDef] = {}
         self.states: dict[str, ObjectState] = {}
+        self.settings: dict[str, str] = {}
         self.version = 0
         self._load()
 
@@ -40,6 +41,7 @@ class Catalog:
                 definition = ObjectDef.from_json(entry["definition"])
                 self.objects[definition.key] = definition
                 self.states[definition.key] = ObjectState.from_json(entry["state"])
+            self.settings = dict(snapshot.get("settings", {}))
             self.version = latest
         versions = sorted(int(n.split(".")[0]) for n in self.fs.list(LOG) if n.endswith(".json"))
         for version in versions:
@@ -61,7 +63,7 @@ class Catalog:
             self._checkpoint()
 
     def _checkpoint(self) -> None:
-        snapshot = {"version": self.version,
+        snapshot = {"version": self.version, "settings": self.settings,
                     "objects": [{"definition": d.to_json(), "state": self.states[k].to_json()}
                                 for k, d in self.objects.items()]}
         self.fs.write_text(f"{CHECKPOINTS}/{self.version:020d}.json", json.dumps(snapshot))
@@ -105,6 +107,9 @@ class Catalog:
                 state.sealed.append((gap_start, subscript - 1, action["updated"]))
                 gap_start = None
         state.newest = through
+
+    def _apply_setting(self, action: dict) -> None:
+        self.settings[action["key"]] = action["value"]
 
     def _apply_table_data(self, action: dict) -> None:
         state = self.states[action["name"]]

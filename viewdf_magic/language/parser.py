@@ -12,7 +12,7 @@ from ..errors import ViewDFError
 from ..timeparts import UNIT_SECONDS
 from .source import Fragment
 from .statements import (CreateQueryView, CreateStream, CreateTable, CreateViewDF, DeltaQuery, Describe,
-                         Drop, Insert, Load, Name, Query, Seal, Show, Statement, Verify)
+                         Drop, Insert, Load, Name, Query, Seal, SetMaintenance, Show, Statement, Step, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -138,7 +138,7 @@ def parse_statement(statement: TokenStatement) -> Statement:
     if word in QUERY_STARTS:
         return Query(statement.fragment, statement.fragment)
     raise cursor.error("expected a statement (CREATE, INSERT, LOAD, SELECT, SHOW, DESCRIBE, DROP, "
-                       "VERIFY, SEAL)")
+                       "VERIFY, SEAL, SET MAINTENANCE, STEP)")
 
 
 def _create(cursor: _Cursor) -> Statement:
@@ -295,7 +295,7 @@ def _load(cursor: _Cursor) -> Load:
 
 def _show(cursor: _Cursor) -> Show:
     cursor.expect("SHOW")
-    for what in ("STREAMS", "VIEWS", "TABLES"):
+    for what in ("STREAMS", "VIEWS", "TABLES", "PENDING"):
         if cursor.accept(what):
             cursor.done()
             return Show(cursor.fragment, what)
@@ -304,7 +304,7 @@ def _show(cursor: _Cursor) -> Show:
         name = cursor.name("a stream or view name")
         cursor.done()
         return Show(cursor.fragment, "PARTS", name)
-    raise cursor.error("expected STREAMS, VIEWS, TABLES or PARTS after SHOW")
+    raise cursor.error("expected STREAMS, VIEWS, TABLES, PARTS or PENDING after SHOW")
 
 
 def _describe(cursor: _Cursor) -> Describe:
@@ -347,7 +347,34 @@ def _seal(cursor: _Cursor) -> Seal:
     return Seal(cursor.fragment, name, through, at)
 
 
+def _set(cursor: _Cursor) -> SetMaintenance:
+    cursor.expect("SET", "MAINTENANCE")
+    for mode in ("MANUAL", "AUTO"):
+        if cursor.accept(mode):
+            cursor.done()
+            return SetMaintenance(cursor.fragment, mode.lower())
+    raise cursor.error("expected MANUAL or AUTO after SET MAINTENANCE")
+
+
+def _step(cursor: _Cursor) -> Step:
+    cursor.expect("STEP")
+    view = None
+    count: int | None = 1
+    if cursor.accept("ALL"):
+        count = None
+    elif cursor.peek() is not None and not cursor.at("WITH") and cursor.peek().token_type != TokenType.NUMBER:
+        view = cursor.name("a view name, a number of steps or ALL")
+    if count is not None and cursor.peek() is not None and cursor.peek().token_type == TokenType.NUMBER:
+        count, at = cursor.integer("the number of steps")
+        if count < 1:
+            raise cursor.fragment.error("the number of steps must be at least 1", at)
+    plan = cursor.accept("WITH", "PLAN")
+    cursor.done()
+    return Step(cursor.fragment, view, count, plan)
+
+
 _HANDLERS = {
     "CREATE": _create, "INSERT": _insert, "LOAD": _load, "SHOW": _show,
     "DESCRIBE": _describe, "DESC": _describe, "DROP": _drop, "VERIFY": _verify, "SEAL": _seal,
+    "SET": _set, "STEP": _step,
 }

@@ -96,7 +96,7 @@ class Query(Statement):
 
 @dataclass(frozen=True)
 class Show(Statement):
-    what: str                    # STREAMS, VIEWS, TABLES or PARTS
+    what: str                    # STREAMS, VIEWS, TABLES, PARTS or PENDING
     name: Name | None = None
 
 
@@ -125,3 +125,19 @@ class Seal(Statement):
     name: Name
     through: str
     through_at: int
+
+
+@dataclass(frozen=True)
+class SetMaintenance(Statement):
+    """``SET MAINTENANCE MANUAL | AUTO``."""
+
+    mode: str                    # manual or auto
+
+
+@dataclass(frozen=True)
+class Step(Statement):
+    """``STEP [ALL | view] [n] [WITH PLAN]``: compute ready view parts by hand."""
+
+    view: Name | None
+    count: int | None            # None: every ready part (STEP ALL)
+    plan: bool

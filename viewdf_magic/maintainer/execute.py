@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+import io
+from contextlib import contextmanager, redirect_stdout
 from typing import Callable, Iterator
 
 from pyspark.errors import PySparkException
@@ -84,3 +85,11 @@ def check_runtime(action: Callable[[], object], query: CompiledQuery | None, con
         if query is None:
             raise spark_error(exc, context=context) from None
         raise spark_error(exc, query.rewritten, query.bindings, context) from None
+
+
+def explain_text(frame: DataFrame, mode: str = "formatted") -> str:
+    """Spark's plan for ``frame`` as text (PySpark prints it; we capture it)."""
+    buffer = io.StringIO()
+    with redirect_stdout(buffer):
+        frame.explain(mode=mode)
+    return buffer.getvalue()

@@ -12,40 +12,18 @@ from pyspark.sql import DataFrame, SparkSession
 from tqdm.auto import tqdm
 
 from ..catalog.catalog import Catalog
-from ..catalog.model import LineageRange, ObjectDef, PartMeta
+from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..language.queries import CompiledQuery
 from ..storage.parts import PartStore
 from ..timeparts import format_part, part_start
-from .execute import QueryRunner, check_runtime, conform
+from .execute import QueryRunner, check_runtime, conform, explain_text
+from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline
 from .views import CompiledView, ViewDefiner, compile_existing
 
 PROGRESS_MIN_STEPS = 10
 HISTORY_SIZE = 500
-
-
-@dataclass(frozen=True)
-class StepReport:
-    """What one maintenance step did."""
-
-    view: str
-    subscript: int
-    part_timestamp: pd.Timestamp
-    how: str                      # initialize or update
-    rows: int
-    seconds: float
-    lineage: tuple[LineageRange, ...]
-    sql: str                      # the query with partition references resolved
-
-    def __str__(self) -> str:
-        read = ", ".join(_range_text(r) for r in self.lineage) or "nothing"
-        return (f"{self.view}[{self.subscript}] ({self.part_timestamp:%Y-%m-%d %H:%M:%S}) "
-                f"{self.how.upper()}: {self.rows} rows in {self.seconds:.3f}s, read {read}")
-
-
-def _range_text(r: LineageRange) -> str:
-    return f"{r.name}[{r.first}]" if r.first == r.last else f"{r.name}[{r.first} .. {r.last}]"
 
 
 def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
@@ -60,6 +38,18 @@ def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
             shown = f"{ref.binding.name}[{ref.first} .. {ref.last}]"
         text = text.replace(ref.binding.placeholder, shown)
     return text
+
+
+@dataclass(frozen=True)
+class PendingStep:
+    """A view's next part and the concrete parts its query needs."""
+
+    view: ObjectDef
+    subscript: int
+    how: str                      # initialize or update
+    query: CompiledQuery
+    refs: list[ResolvedRef]
+    ready: bool
 
 
 class Maintainer:
@@ -88,42 +78,77 @@ class Maintainer:
         self._compiled.pop(definition.key, None)
 
     # -- readiness -----------------------------------------------------------------------
-    def next_step(self, definition: ObjectDef) -> tuple[int, str, CompiledQuery, list[ResolvedRef]] | None:
-        """The view's next part, if every part its query references exists."""
+    def pending_step(self, definition: ObjectDef) -> PendingStep | None:
+        """NEXT[V] with its references resolved, ready or not; None while the start is unknown."""
         subscript = self.timeline.next_part(definition)
-        horizon = self.timeline.horizon()
-        if subscript is None or horizon is None or subscript * definition.partition_length >= horizon:
+        if subscript is None:
             return None
         view = self.compiled(definition)
         has_parts = bool(self.catalog.state(definition.name).parts)
         how, query = ("update", view.update) if has_parts else ("initialize", view.initialize)
         refs = self.timeline.resolve(query, definition, subscript)
-        if all(self.timeline.available(ref, definition) for ref in refs):
-            return subscript, how, query, refs
-        return None
+        horizon = self.timeline.horizon()
+        in_time = horizon is not None and subscript * definition.partition_length < horizon
+        ready = in_time and all(self.timeline.available(ref, definition) for ref in refs)
+        return PendingStep(definition, subscript, how, query, refs, ready)
+
+    def next_step(self, definition: ObjectDef) -> PendingStep | None:
+        """The view's next part, if every part its query references exists."""
+        step = self.pending_step(definition)
+        return step if step is not None and step.ready else None
+
+    def pending(self) -> pd.DataFrame:
+        """For each view: its next part and every part that part references (the NEXT[V] and B[V]
+        bookkeeping), one row per reference."""
+        rows = []
+        for definition in self.catalog.views():
+            step = self.pending_step(definition)
+            if step is None:
+                rows.append({"view": definition.name, "next_part": None, "part_timestamp": None, "clause": None,
+                             "reference": None, "resolves_to": "waiting for the first part of a source",
+                             "exists": False, "ready": False})
+                continue
+            stamp = part_start(step.subscript, definition.partition_length)
+            for ref, summary in zip(step.refs, self._reference_reports(step)):
+                rows.append({"view": definition.name, "next_part": step.subscript, "part_timestamp": stamp,
+                             "clause": step.how.upper(), "reference": summary.written,
+                             "resolves_to": summary.resolved, "exists": self.timeline.available(ref, definition),
+                             "ready": step.ready})
+        return pd.DataFrame(rows, columns=["view", "next_part", "part_timestamp", "clause", "reference",
+                                           "resolves_to", "exists", "ready"])
 
     # -- computing -----------------------------------------------------------------------
     def cascade(self) -> list[StepReport]:
         """Compute every ready part of every view, sources before dependents."""
+        return self.step(n=None)
+
+    def step(self, view: ObjectDef | None = None, n: int | None = 1, plan: bool = False) -> list[StepReport]:
+        """Compute up to ``n`` ready parts (all when None) in dependency order, or of one ``view``."""
         reports: list[StepReport] = []
         bar = None
-        total = self._estimated_steps()
+        total = self._estimated_steps() if n is None else n
         if self.progress and total >= PROGRESS_MIN_STEPS:
             bar = tqdm(total=total, desc="maintaining views", unit="part", leave=False)
         try:
-            progressed = True
-            while progressed:
-                progressed = False
-                for definition in self.catalog.views():
-                    while (step := self.next_step(definition)) is not None:
-                        reports.append(self.compute(definition, *step))
-                        progressed = True
-                        if bar is not None:
-                            bar.update(1)
+            while n is None or len(reports) < n:
+                step = self._first_ready(view)
+                if step is None:
+                    break
+                reports.append(self.compute(step, plan))
+                if bar is not None:
+                    bar.update(1)
         finally:
             if bar is not None:
                 bar.close()
         return reports
+
+    def _first_ready(self, view: ObjectDef | None) -> PendingStep | None:
+        candidates = [view] if view is not None else self.catalog.views()
+        for definition in candidates:
+            step = self.next_step(definition)
+            if step is not None:
+                return step
+        return None
 
     def _estimated_steps(self) -> int:
         horizon = self.timeline.horizon()
@@ -136,25 +161,48 @@ class Maintainer:
                 total += max(0, -(-horizon // definition.partition_length) - next_part)
         return total
 
-    def compute(self, definition: ObjectDef, subscript: int, how: str, query: CompiledQuery,
-                refs: list[ResolvedRef]) -> StepReport:
+    def compute(self, step: PendingStep, plan: bool = False) -> StepReport:
         """Compute, store and commit one view part."""
+        definition, subscript, how, query, refs = step.view, step.subscript, step.how, step.query, step.refs
         context = f"computing {definition.name}[{subscript}] ({how.upper()})"
         started = time.perf_counter()
         lineage = self.timeline.lineage(refs)
+        references = self._reference_reports(step)
         with self.runner.bound(query, refs, context=context) as frame:
             frame = conform(frame, definition.schema, query, how.upper())
+            plan_text = explain_text(frame) if plan else None
             folder, rows = check_runtime(lambda: self.store.write_part(definition, subscript, frame),
                                          query, context)
         seconds = time.perf_counter() - started
         meta = PartMeta(subscript, rows, (folder,) if folder else (), seconds, lineage, time.time(), how)
         self.catalog.commit([{"op": "part", "name": definition.key, "part": meta.to_json()}])
-        if folder:
-            self.store.remember(definition, subscript, folder)
         report = StepReport(definition.name, subscript, part_start(subscript, definition.partition_length),
-                            how, rows, seconds, lineage, resolved_sql(query, refs))
+                            how, rows, seconds, lineage, resolved_sql(query, refs), references, plan_text,
+                            self._preview_loader(definition, subscript))
         self.history.append(report)
         return report
+
+    def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
+        def load(limit: int) -> pd.DataFrame:
+            state = self.catalog.state(definition.name)
+            frame = self.store.read_parts(definition, state, [subscript])
+            return frame.drop(PART_TIMESTAMP).limit(limit).toPandas()
+        return load
+
+    def _reference_reports(self, step: PendingStep) -> list[ReferenceReport]:
+        reports = []
+        for ref in step.refs:
+            if ref.first is None or ref.last is None:
+                reports.append(ReferenceReport(ref.binding.text, ref.binding.name, None, None, None))
+                continue
+            shown = f"{ref.binding.name}[{ref.first}]" if ref.first == ref.last else \
+                f"{ref.binding.name}[{ref.first} .. {ref.last}]"
+            parts = self.catalog.state(ref.definition.name).parts
+            rows = sum(parts[s].rows for s in ref.subscripts if s in parts) if ref.first <= ref.last else 0
+            length = ref.definition.partition_length
+            reports.append(ReferenceReport(ref.binding.text, shown, part_start(ref.first, length),
+                                           part_start(ref.last, length), rows))
+        return reports
 
     def recompute(self, definition: ObjectDef, subscript: int) -> DataFrame:
         """The view part computed from scratch with the view's RECOMPUTE query."""

@@ -33,7 +33,7 @@ def stored_schema(definition: ObjectDef) -> StructType:
 
 
 class PartStore:
-    """Reads and writes part folders; keeps recently written parts in a small in-memory cache."""
+    """Reads and writes part folders; keeps the most recently written parts in memory."""
 
     def __init__(self, spark: SparkSession, fs: HadoopFileSystem, cache_size: int = 8) -> None:
         self.spark = spark
@@ -69,29 +69,32 @@ class PartStore:
         return f"data/{definition.id}/{uuid.uuid4().hex}"
 
     def write_part(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> tuple[str, int]:
-        """Write one view part (``frame`` already has the view's columns); returns (folder, rows)."""
+        """Write one view part (``frame`` already has the view's columns); returns (folder, rows).
+
+        With caching on, the part is computed into executor memory (a lazy local
+        checkpoint, filled by the write job itself) and kept for the next steps
+        that read it, so they neither recompute nor reread it.
+        """
         folder = self.new_folder(definition)
         stamp = F.timestamp_seconds(F.lit(subscript * definition.partition_length))
+        stamped = frame.withColumn(PART_TIMESTAMP, stamp)
+        if self.cache_size:
+            stamped = stamped.localCheckpoint(eager=False)
         counted = Observation()
-        out = frame.withColumn(PART_TIMESTAMP, stamp).observe(counted, F.count(F.lit(1)).alias("rows"))
-        out.write.parquet(self.fs.uri(folder))
+        stamped.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(self.fs.uri(folder))
         rows = int(counted.get["rows"])
         if rows == 0:
             self.fs.delete(folder)
             return "", 0
+        if self.cache_size:
+            self.cache[(definition.id, subscript)] = stamped
+            while len(self.cache) > self.cache_size:
+                self.cache.popitem(last=False)
         return folder, rows
-
-    def remember(self, definition: ObjectDef, subscript: int, folder: str) -> None:
-        """Cache a just-written part so the next steps that read it skip the disk."""
-        frame = self.read_folders(definition, [folder]).cache()
-        self.cache[(definition.id, subscript)] = frame
-        while len(self.cache) > self.cache_size:
-            _, old = self.cache.popitem(last=False)
-            old.unpersist()
 
     def forget(self, definition: ObjectDef) -> None:
         for key in [k for k in self.cache if k[0] == definition.id]:
-            self.cache.pop(key).unpersist()
+            del self.cache[key]
 
     def write_batch(self, definition: ObjectDef, frame: DataFrame) -> str:
         """Write a stream batch, one sub-folder per part (``__part=<subscript>``), in one Spark job."""

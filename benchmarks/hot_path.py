@@ -1,0 +1,84 @@
+"""Per-part maintenance time of the paper's hand-written Helper/View2 ViewDF.
+
+Compares, in one run on the same parts: the warehouse with its in-memory cache of
+recent parts, the warehouse without it, and a hand-written PySpark step (read
+M[j], filter, left join Helper[j-1], write Helper[j], filter to View2[j], write).
+
+    python -m benchmarks.hot_path --pairs 1000000 --parts 8
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+
+from pyspark.sql import functions as F
+
+from viewdf_magic import Warehouse
+
+from .common import FIRST_PART, bench_session, median, network_part, timed
+
+VIEWS = """
+CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) TIMESTAMP ts PARTITION LENGTH 60;
+CREATE VIEW Helper AS
+INITIALIZE Helper[i] AS SELECT src, dest, 1 AS ct, loss AS sum_loss FROM M[i] WHERE loss > 10
+UPDATE Helper[j] AS
+  SELECT n.src, n.dest, coalesce(p.ct, 0) + 1 AS ct, coalesce(p.sum_loss, 0) + n.loss AS sum_loss
+  FROM M[j] AS n LEFT OUTER JOIN Helper[j-1] AS p ON n.src = p.src AND n.dest = p.dest
+  WHERE n.loss > 10;
+CREATE VIEW View2 AS
+INITIALIZE View2[i] AS SELECT src, dest, ct, sum_loss FROM Helper[i] WHERE ct >= 4
+UPDATE View2[j] AS SELECT src, dest, ct, sum_loss FROM Helper[j] WHERE ct >= 4;
+"""
+
+
+def hand_written_step(spark, m_folder: str, helper_folder: str, out: str) -> None:
+    new = spark.read.parquet(m_folder).where("loss > 10").alias("n")
+    prev = spark.read.parquet(helper_folder).alias("p")
+    helper = new.join(prev, (F.col("n.src") == F.col("p.src")) & (F.col("n.dest") == F.col("p.dest")), "left") \
+        .select("n.src", "n.dest", (F.coalesce("p.ct", F.lit(0)) + 1).alias("ct"),
+                (F.coalesce("p.sum_loss", F.lit(0)) + F.col("n.loss")).alias("sum_loss"))
+    helper.write.mode("overwrite").parquet(out + "/helper")
+    spark.read.parquet(out + "/helper").where("ct >= 4").write.mode("overwrite").parquet(out + "/view")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=1_000_000)
+    parser.add_argument("--parts", type=int, default=8)
+    parser.add_argument("--selectivity", type=float, default=0.1)
+    args = parser.parse_args()
+    spark = bench_session()
+    root = tempfile.mkdtemp(prefix="viewdf-bench-")
+    warehouses = {"cached": Warehouse(f"{root}/cached", spark, progress=False),
+                  "uncached": Warehouse(f"{root}/uncached", spark, progress=False)}
+    warehouses["uncached"].store.cache_size = 0
+    times: dict[str, list[float]] = {"cached": [], "uncached": [], "hand-written": []}
+    for wh in warehouses.values():
+        wh.execute(VIEWS)
+    for k in range(args.parts):
+        part = FIRST_PART + k
+        batch = network_part(spark, part, args.pairs, args.selectivity).cache()
+        batch.count()
+        for name, wh in warehouses.items():
+            report = wh.ingest("M", batch)
+            if k > 0:   # the first part runs INITIALIZE and warms the JVM
+                times[name].append(sum(step.seconds for step in report.steps))
+        batch.unpersist()
+        if k > 0:
+            wh = warehouses["uncached"]
+            m_folder = wh.fs.uri(wh.catalog.state("M").parts[part].folders[0])
+            helper_folder = wh.fs.uri(wh.catalog.state("Helper").parts[part - 1].folders[0])
+            times["hand-written"].append(timed(lambda: hand_written_step(spark, m_folder, helper_folder,
+                                                                        f"{root}/hand/{k}")))
+    hand = median(times["hand-written"])
+    print(f"pairs per part: {args.pairs:,}, selectivity {args.selectivity}, steps measured: {args.parts - 1}")
+    for name, values in times.items():
+        print(f"{name:>13}: median {median(values):.3f} s  ({median(values) / hand:.2f}x hand-written)  "
+              f"all: {' '.join(f'{v:.2f}' for v in values)}")
+    shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

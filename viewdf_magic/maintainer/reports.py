@@ -1,0 +1,89 @@
+"""Step reports: what one maintenance step read, ran and wrote, as text and as HTML."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from typing import Callable
+
+import pandas as pd
+
+from ..catalog.model import LineageRange
+
+
+@dataclass(frozen=True)
+class ReferenceReport:
+    """One partition reference of a step's query, resolved to concrete parts."""
+
+    written: str                  # as the user wrote it, e.g. Helper[j-1]
+    resolved: str                 # e.g. Helper[23668444]
+    first_timestamp: pd.Timestamp | None
+    last_timestamp: pd.Timestamp | None
+    rows: int | None              # rows in the parts read (None for tables)
+
+    def describe(self) -> str:
+        if self.first_timestamp is None:
+            return f"{self.written} = {self.resolved}"
+        when = f"{self.first_timestamp:%Y-%m-%d %H:%M:%S}"
+        if self.last_timestamp is not None and self.last_timestamp != self.first_timestamp:
+            when += f" .. {self.last_timestamp:%Y-%m-%d %H:%M:%S}"
+        return f"{self.written} = {self.resolved} ({when}, {self.rows} rows)"
+
+
+@dataclass(frozen=True)
+class StepReport:
+    """What one maintenance step did."""
+
+    view: str
+    subscript: int
+    part_timestamp: pd.Timestamp
+    how: str                      # initialize or update
+    rows: int
+    seconds: float
+    lineage: tuple[LineageRange, ...]
+    sql: str                      # the query with partition references resolved
+    references: tuple[ReferenceReport, ...] = ()
+    plan: str | None = None       # Spark physical plan, when asked for
+    loader: Callable[[int], pd.DataFrame] | None = field(default=None, compare=False, repr=False)
+
+    def preview(self, limit: int = 5) -> pd.DataFrame | None:
+        """The first rows of the part this step produced (read on demand)."""
+        return self.loader(limit) if self.loader is not None else None
+
+    @property
+    def title(self) -> str:
+        return (f"{self.view}[{self.subscript}] ({self.part_timestamp:%Y-%m-%d %H:%M:%S}) "
+                f"{self.how.upper()}: {self.rows} rows in {self.seconds:.3f}s")
+
+    def __str__(self) -> str:
+        read = ", ".join(_range_text(r) for r in self.lineage) or "nothing"
+        return f"{self.title}, read {read}"
+
+    def text(self, preview_rows: int = 5) -> str:
+        """A full, readable report for a terminal."""
+        lines = [self.title]
+        lines += ["  reads:"] + [f"    {r.describe()}" for r in self.references]
+        lines += ["  query:"] + [f"    {line}" for line in self.sql.strip().splitlines()]
+        preview = self.preview(preview_rows)
+        if preview is not None:
+            lines += ["  rows:"] + [f"    {line}" for line in
+                                    (preview.to_string(index=False) if len(preview) else "(none)").splitlines()]
+        if self.plan:
+            lines += ["  physical plan:"] + [f"    {line}" for line in self.plan.strip().splitlines()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        references = "".join(f"<li><code>{html.escape(r.describe())}</code></li>" for r in self.references)
+        preview = self.preview()
+        rows = preview.to_html(index=False) if preview is not None and len(preview) else "<i>no rows</i>"
+        plan = (f"<details><summary>Spark physical plan</summary><pre>{html.escape(self.plan)}</pre></details>"
+                if self.plan else "")
+        return (f"<div class='viewdf-step'><b>{html.escape(self.title)}</b>"
+                f"<div>Reads:</div><ul>{references}</ul>"
+                f"<details open><summary>Query with references resolved</summary>"
+                f"<pre>{html.escape(self.sql.strip())}</pre></details>"
+                f"<div>New part:</div>{rows}{plan}</div>")
+
+
+def _range_text(r: LineageRange) -> str:
+    return f"{r.name}[{r.first}]" if r.first == r.last else f"{r.name}[{r.first} .. {r.last}]"
