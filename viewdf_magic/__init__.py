@@ -1,9 +1,9 @@
 """viewdf-magic: declarative incremental view maintenance (ViewDF) over time-partitioned streams on Spark."""
 
 from .errors import ViewDFError
-from .warehouse import Result, Warehouse
+from .warehouse import MaintenanceWarning, Result, Warehouse
 
-__all__ = ["ViewDFError", "Result", "Warehouse", "load_ipython_extension"]
+__all__ = ["MaintenanceWarning", "ViewDFError", "Result", "Warehouse", "load_ipython_extension"]
 __version__ = "0.1.0"
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+import warnings
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import pandas as pd
 from pyspark.errors import PySparkException
@@ -14,20 +16,23 @@ from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
 
 from .catalog.catalog import Catalog
 from .catalog.filesystem import HadoopFileSystem
-from .catalog.model import ObjectDef
+from .catalog.model import CATALOG_VIEW, ObjectDef
 from .commands import inspect
 from .commands.ingest import IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
 from .errors import ViewDFError
 from .language import statements as st
 from .language.parser import parse
 from .language.queries import CompiledQuery, RefKind, Scope, compile_query
-from .maintainer.execute import check_runtime
 from .maintainer.maintainer import Maintainer, StepReport
-from .maintainer.spark_errors import spark_error
-from .maintainer.views import CATALOG_VIEW, catalog_lookup
+from .maintainer.spark_errors import check_runtime, spark_error
+from .maintainer.views import catalog_lookup
 from .session import embedded_session, prepare
 from .storage.parts import PartStore
 from .timeparts import TimestampLike, format_part, subscript_of
+
+
+class MaintenanceWarning(UserWarning):
+    """A view part could not be computed; the data that triggered it was stored."""
 
 
 @dataclass
@@ -40,17 +45,31 @@ class Result:
     table: pd.DataFrame | None = None     # rows of SHOW, DESCRIBE or VERIFY
     detail: str | None = None             # extra text, e.g. a definition
     steps: list[StepReport] = field(default_factory=list)
+    query: CompiledQuery | None = None    # the compiled query behind ``frame``, for error positions
 
     @property
     def has_rows(self) -> bool:
         return self.frame is not None or self.table is not None
 
     def to_pandas(self) -> pd.DataFrame | None:
+        """All rows, or None for a statement without rows."""
+        return self.head(None)[0] if self.has_rows else None
+
+    def head(self, limit: int | None) -> tuple[pd.DataFrame, bool]:
+        """At most ``limit`` rows (all for 0 or None) and whether more exist; only ``limit + 1``
+        rows are fetched from Spark."""
         if self.table is not None:
-            return self.table
-        if self.frame is not None:
-            return check_runtime(self.frame.toPandas, None, "running the query")
-        return None
+            rows = self.table
+        else:
+            assert self.frame is not None, "statement has no rows"
+            frame = self.frame.limit(limit + 1) if limit else self.frame
+            with warnings.catch_warnings():   # PySpark warns before re-raising a failed Arrow collect
+                warnings.simplefilter("ignore", UserWarning)
+                rows = check_runtime(frame.toPandas, "running the query",
+                                     *((self.query.rewritten, self.query.bindings) if self.query else ()))
+        if limit and len(rows) > limit:
+            return rows.head(limit), True
+        return rows, False
 
 
 class Warehouse:
@@ -80,9 +99,17 @@ class Warehouse:
 
     def run(self, text: str) -> list[Result]:
         """Run ``;``-separated statements and return one Result for each."""
-        statements = parse(text)
-        with self._lock:
-            return [self._dispatch(statement) for statement in statements]
+        return list(self.run_iter(text))
+
+    def run_iter(self, text: str) -> Iterator[Result]:
+        """Run ``;``-separated statements one at a time, yielding each Result as it is ready.
+
+        Nothing runs if any statement fails to parse; a failing statement stops the rest
+        (the ones before it have taken effect)."""
+        for statement in parse(text):
+            with self._lock:
+                result = self._dispatch(statement)
+            yield result
 
     def ingest(self, stream: str, data: pd.DataFrame | DataFrame) -> IngestReport:
         """Append a batch to a stream, routed to parts by timestamp, then run maintenance."""
@@ -94,6 +121,7 @@ class Warehouse:
                 frame = conform_by_name(frame, definition.schema, error)
             report = self.ingester.append_stream(definition, frame, error)
             report.steps = self._maintain()
+            report.failures = [str(f) for f in self.maintainer.failures]
             return report
 
     def recompute(self, view: str, part_timestamp: TimestampLike) -> pd.DataFrame:
@@ -102,7 +130,7 @@ class Warehouse:
             definition = self._require(view, ("view",))
             subscript = self._subscript(definition, part_timestamp)
             frame = self.maintainer.recompute(definition, subscript)
-            return check_runtime(frame.toPandas, None, f"recomputing {view}")
+            return check_runtime(frame.toPandas, f"recomputing {view}")
 
     def read_part(self, name: str, part_timestamp: TimestampLike) -> pd.DataFrame:
         """The stored rows of the part of ``name`` containing ``part_timestamp``."""
@@ -152,7 +180,19 @@ class Warehouse:
         return list(self.maintainer.history)
 
     def _maintain(self) -> list[StepReport]:
-        return self.maintainer.cascade() if self.maintenance == "auto" else []
+        """In auto mode, compute everything that is ready; failures are reported, not raised."""
+        if self.maintenance != "auto":
+            self.maintainer.failures = []
+            return []
+        steps = self.maintainer.cascade()
+        for failure in self.maintainer.failures:
+            warnings.warn(MaintenanceWarning(str(failure)), stacklevel=3)
+        return steps
+
+    def _maintenance_note(self) -> str:
+        """Failures of the latest cascade, as a sentence to append to a statement's message."""
+        return "".join(f" Warning: {failure}; {failure.view} and the views that read it are behind until "
+                       f"this is fixed." for failure in self.maintainer.failures)
 
     def _not_ready(self, definition: ObjectDef) -> str:
         step = self.maintainer.pending_step(definition)
@@ -200,7 +240,7 @@ class Warehouse:
     def _compile_adhoc(self, fragment) -> CompiledQuery:
         return compile_query(fragment, catalog_lookup(self.catalog), Scope.ADHOC)
 
-    def _query(self, fragment) -> DataFrame:
+    def _query(self, fragment) -> tuple[DataFrame, CompiledQuery]:
         query = self._compile_adhoc(fragment)
         refs = self.maintainer.timeline.resolve(query, None, None)
         for ref in refs:
@@ -214,7 +254,7 @@ class Warehouse:
                 raise fragment.error(f"{ref.definition.name} has no part {ref.last} ({span})",
                                      ref.binding.start, ref.binding.end)
         with self.maintainer.runner.bound(query, refs) as frame:
-            return frame
+            return frame, query
 
     # -- statements ----------------------------------------------------------------------
     def _dispatch(self, statement: st.Statement) -> Result:
@@ -262,25 +302,29 @@ class Warehouse:
             schema = self._schema(statement, statement.columns)
             frame = None
         else:
-            frame = self._query(statement.query)
+            frame, _ = self._query(statement.query)
             schema = frame.schema
         definition = ObjectDef("table", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
                                statement.fragment.text, time.time())
         if frame is not None:
-            # Write before publishing the table, so a failing query leaves nothing behind.
-            folder, rows = check_runtime(lambda: self.store.write_table(definition, frame), None,
-                                         f"creating {definition.name}")
-            self.catalog.commit([{"op": "create", "object": definition.to_json()},
-                                 {"op": "table_data", "name": definition.key, "folders": [folder] if rows else [],
-                                  "rows": rows, "updated": time.time()}])
+            # The rows are written before the table is published, so a failing query leaves nothing behind.
+            rows = self.ingester.append_table(definition, frame, statement.query.error, create=True)
             return Result(statement, f"Created table {definition.name} with {rows} rows.")
         self.catalog.commit([{"op": "create", "object": definition.to_json()}])
         return Result(statement, f"Created table {definition.name}.")
 
     def _run_CreateViewDF(self, statement: st.CreateViewDF) -> Result:
         definition = self.maintainer.definer.define(statement)
-        self.catalog.commit([{"op": "create", "object": definition.to_json()}])
-        steps = self._maintain()
+        try:
+            # Creation and backfill publish together: if any part cannot be computed, nothing is.
+            with self.catalog.transaction():
+                self.catalog.commit([{"op": "create", "object": definition.to_json()}])
+                steps = [] if self.maintenance != "auto" else \
+                    self.maintainer.step(self.catalog.get(definition.name), n=None)
+        except ViewDFError:
+            self.maintainer.forget(definition)
+            self.store.delete_object(definition)
+            raise
         mine = [s for s in steps if s.view == definition.name]
         message = f"Created view {definition.name} (PARTITION LENGTH {definition.partition_length})"
         if mine:
@@ -298,17 +342,17 @@ class Warehouse:
 
     def _write(self, statement: st.Statement, definition: ObjectDef, frame: DataFrame, error) -> Result:
         if definition.kind == "table":
-            rows = self.ingester.append_table(definition, frame)
+            rows = self.ingester.append_table(definition, frame, error)
             return Result(statement, f"Inserted {rows} rows into {definition.name}.")
         report = self.ingester.append_stream(definition, frame, error)
         report.steps = self._maintain()
-        return Result(statement, f"Inserted {report}.", steps=report.steps)
+        return Result(statement, f"Inserted {report}." + self._maintenance_note(), steps=report.steps)
 
     def _run_Insert(self, statement: st.Insert) -> Result:
         definition = self._target(statement, statement.target)
         query = statement.query
         error = lambda message: query.error(message)  # noqa: E731
-        frame = self._query(query)
+        frame, _ = self._query(query)
         columns = [c.text for c in statement.columns] if statement.columns else None
         frame = conform_by_position(frame, definition.schema, columns, error)
         return self._write(statement, definition, frame, error)
@@ -321,14 +365,15 @@ class Warehouse:
         return self._write(statement, definition, frame, error)
 
     def _run_Query(self, statement: st.Query) -> Result:
-        return Result(statement, frame=self._query(statement.query))
+        frame, query = self._query(statement.query)
+        return Result(statement, frame=frame, query=query)
 
     def _run_SetMaintenance(self, statement: st.SetMaintenance) -> Result:
         steps = self.set_maintenance(statement.mode)
         message = f"Maintenance is {statement.mode}."
         if steps:
             message += f" Computed {len(steps)} pending view part(s)."
-        return Result(statement, message, steps=steps)
+        return Result(statement, message + self._maintenance_note(), steps=steps)
 
     def _run_Step(self, statement: st.Step) -> Result:
         if statement.view is not None:
@@ -360,7 +405,7 @@ class Warehouse:
         if definition is None and statement.if_exists:
             return Result(statement, f"No {kind} named {statement.name.text}; nothing dropped.")
         definition = self._require(statement.name.text, (kind,), statement, statement.name)
-        doomed = self._dependents_closure(definition)
+        doomed = self.catalog.downstream(definition.name)
         if len(doomed) > 1 and not statement.cascade:
             names = ", ".join(d.name for d in doomed[1:])
             raise statement.fragment.error(f"cannot drop {definition.name}: {names} depend(s) on it; "
@@ -373,23 +418,18 @@ class Warehouse:
             self.store.delete_object(d)
         return Result(statement, f"Dropped {', '.join(d.name for d in ordered)}.")
 
-    def _dependents_closure(self, definition: ObjectDef) -> list[ObjectDef]:
-        result = [definition]
-        for item in result:
-            for dependent in self.catalog.dependents(item.name):
-                if dependent not in result:
-                    result.append(dependent)
-        return result
-
     def _run_Verify(self, statement: st.Verify) -> Result:
         definition = self._require(statement.name.text, ("view",), statement, statement.name)
+        if self.maintainer.compiled(definition).recompute is None:
+            raise statement.fragment.error(f"{definition.name} has no RECOMPUTE clause to verify against",
+                                           statement.name.start, statement.name.end)
         rows = []
         state = self.catalog.state(definition.name)
         for subscript in sorted(state.parts):
             stored = self.store.read_parts(definition, state, [subscript]).drop("PART_TIMESTAMP")
             fresh = self.maintainer.recompute(definition, subscript)
-            missing = check_runtime(lambda: fresh.exceptAll(stored).count(), None, "verifying")
-            extra = check_runtime(lambda: stored.exceptAll(fresh).count(), None, "verifying")
+            missing = check_runtime(lambda: fresh.exceptAll(stored).count(), "verifying")
+            extra = check_runtime(lambda: stored.exceptAll(fresh).count(), "verifying")
             rows.append({"part": subscript, "part_timestamp": format_part(subscript, definition.partition_length),
                          "stored_rows": state.parts[subscript].rows, "missing_rows": missing, "extra_rows": extra,
                          "equal": missing == 0 and extra == 0})
@@ -413,4 +453,5 @@ class Warehouse:
         self.catalog.commit([{"op": "advance", "name": definition.key, "through": through, "updated": time.time()}])
         steps = self._maintain()
         return Result(statement, f"Sealed {definition.name} through "
-                                 f"{format_part(through, definition.partition_length)}.", steps=steps)
+                                 f"{format_part(through, definition.partition_length)}." + self._maintenance_note(),
+                      steps=steps)

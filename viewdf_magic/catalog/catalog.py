@@ -9,8 +9,10 @@ reopening reads one checkpoint and a few entries.
 
 from __future__ import annotations
 
+import copy
 import json
-from typing import Iterable
+from contextlib import contextmanager
+from typing import Iterable, Iterator
 
 from .filesystem import HadoopFileSystem
 from .model import ObjectDef, ObjectState, PartMeta
@@ -29,6 +31,7 @@ class Catalog:
         self.states: dict[str, ObjectState] = {}
         self.settings: dict[str, str] = {}
         self.version = 0
+        self._pending: list[dict] | None = None     # actions of an open transaction
         self._load()
 
     # -- persistence ---------------------------------------------------------------------
@@ -52,8 +55,13 @@ class Catalog:
             self.version = version
 
     def commit(self, actions: list[dict]) -> None:
-        """Publish ``actions`` as the next log entry, then apply them."""
+        """Publish ``actions`` as the next log entry, then apply them (inside a transaction:
+        apply them now, publish them with the transaction)."""
         if not actions:
+            return
+        if self._pending is not None:
+            self._pending.extend(actions)
+            self._apply_all(actions)
             return
         version = self.version + 1
         self.fs.write_text(f"{LOG}/{version:020d}.json", json.dumps({"version": version, "actions": actions}))
@@ -61,6 +69,24 @@ class Catalog:
         self.version = version
         if version % CHECKPOINT_EVERY == 0:
             self._checkpoint()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group commits into one log entry; if the block raises, nothing is published and the
+        in-memory state is restored."""
+        if self._pending is not None:
+            yield
+            return
+        saved = copy.deepcopy((self.objects, self.states, self.settings))
+        self._pending = []
+        try:
+            yield
+        except BaseException:
+            self.objects, self.states, self.settings = saved
+            self._pending = None
+            raise
+        actions, self._pending = self._pending, None
+        self.commit(actions)
 
     def _checkpoint(self) -> None:
         snapshot = {"version": self.version, "settings": self.settings,
@@ -128,6 +154,13 @@ class Catalog:
         """Views that read ``name`` directly."""
         key = name.lower()
         return [d for d in self.objects.values() if d.kind == "view" and key in {s.lower() for s in d.sources}]
+
+    def downstream(self, name: str) -> list[ObjectDef]:
+        """The object and every view that reads it, directly or through other views."""
+        result = [self.objects[name.lower()]]
+        for item in result:
+            result.extend(d for d in self.dependents(item.name) if d not in result)
+        return result
 
     def views(self) -> list[ObjectDef]:
         """All views, sources before the views that read them (creation order guarantees it)."""

@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pyspark.sql.types import StructType
 
 PART_TIMESTAMP = "PART_TIMESTAMP"
+CATALOG_VIEW = "viewdf_parts"      # the queryable part-metadata view
 
 
 @dataclass(frozen=True)
@@ -105,3 +106,6 @@ class ObjectState:
         parts = {p["subscript"]: PartMeta.from_json(p) for p in data["parts"]}
         return ObjectState(parts, data["first"], data["newest"], [tuple(s) for s in data["sealed"]],
                            list(data["table_folders"]), data["table_rows"], data["table_updated"])
+
+
+CATALOG_DEFINITION = ObjectDef("table", CATALOG_VIEW, "catalog", StructType([]).json(), "", 0.0)

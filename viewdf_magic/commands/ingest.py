@@ -17,9 +17,8 @@ from ..catalog.catalog import Catalog
 from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
-from ..maintainer.execute import check_runtime
 from ..maintainer.maintainer import StepReport
-from ..maintainer.spark_errors import spark_error
+from ..maintainer.spark_errors import spark_error, summary
 from ..storage.parts import PART_COLUMN, PartStore
 from ..timeparts import format_part, subscript_sql
 
@@ -38,6 +37,7 @@ class IngestReport:
     parts: list[int] = field(default_factory=list)
     sealed: int = 0
     steps: list[StepReport] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)     # views that could not be maintained
 
     def __str__(self) -> str:
         text = f"{self.rows} rows into {len(self.parts)} part(s) of {self.stream}"
@@ -45,6 +45,8 @@ class IngestReport:
             text += f", {self.sealed} empty part(s) sealed"
         if self.steps:
             text += f"; {len(self.steps)} view part(s) computed"
+        for failure in self.failures:
+            text += f"; {failure}"
         return text
 
 
@@ -106,7 +108,9 @@ class Ingester:
         if isinstance(data, pd.DataFrame):
             if data.empty:
                 return self.spark.createDataFrame([], StructType([]))
-            return self.spark.createDataFrame(data)
+            stamps = data.select_dtypes(include=["datetime", "datetimetz"]).columns
+            # Spark keeps microseconds; truncating first keeps Arrow's safe conversion happy.
+            return self.spark.createDataFrame(data.assign(**{c: data[c].dt.floor("us") for c in stamps}))
         if isinstance(data, DataFrame):
             return data
         raise ViewDFError(f"expected a pandas or Spark DataFrame, got {type(data).__name__}")
@@ -140,20 +144,26 @@ class Ingester:
         if not frame.columns:
             return report
         started = time.perf_counter()
-        length = definition.partition_length
-        frame = frame.persist()
+        subscript = F.expr(subscript_sql(f"`{definition.timestamp_column}`", definition.partition_length))
+        cached = None
+        folder = None
         try:
-            subscript = F.expr(subscript_sql(f"`{definition.timestamp_column}`", length))
-            counts = check_runtime(lambda: frame.groupBy(subscript.alias("s")).count().collect(), None,
-                                   f"reading the batch for {definition.name}")
+            cached = frame.persist()
+            counts = cached.groupBy(subscript.alias("s")).count().collect()
             parts = {row["s"]: row["count"] for row in counts if row["s"] is not None}
             self._validate(definition, counts, parts, error)
             if not parts:
                 return report
-            folder = check_runtime(lambda: self.store.write_batch(definition, frame), None,
-                                   f"writing the batch for {definition.name}")
+            folder = self.store.new_folder(definition)
+            self.store.write_batch(definition, cached, folder)
+        except PySparkException as exc:
+            if folder is not None:
+                self.store.fs.delete(folder)
+            raise error(f"cannot store the batch for {definition.name}: {summary(exc)}; nothing was written") \
+                from None
         finally:
-            frame.unpersist()
+            if cached is not None:
+                cached.unpersist()
         seconds = time.perf_counter() - started
         now = time.time()
         state = self.catalog.state(definition.name)
@@ -189,14 +199,21 @@ class Ingester:
                         f"({format_part(low, length)} to {format_part(max(parts), length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
-    def append_table(self, definition: ObjectDef, frame: DataFrame) -> int:
-        """Append rows to a dimension table; returns the number of rows."""
-        folder, rows = check_runtime(lambda: self.store.write_table(definition, frame), None,
-                                     f"writing to {definition.name}")
-        self.catalog.commit([{"op": "table_data", "name": definition.key, "folders": [folder] if rows else [],
-                              "rows": rows, "updated": time.time()}])
+    def append_table(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt,
+                     create: bool = False) -> int:
+        """Append rows to a dimension table (``create``: publish the table with them); returns the row count."""
+        folder = self.store.new_folder(definition)
+        try:
+            rows = self.store.write_table(definition, frame, folder)
+        except PySparkException as exc:
+            self.store.fs.delete(folder)
+            raise error(f"cannot write to {definition.name}: {summary(exc)}; nothing was written") from None
         if not rows:
             self.store.fs.delete(folder)
+        actions = [{"op": "create", "object": definition.to_json()}] if create else []
+        actions.append({"op": "table_data", "name": definition.key, "folders": [folder] if rows else [],
+                        "rows": rows, "updated": time.time()})
+        self.catalog.commit(actions)
         return rows
 
 

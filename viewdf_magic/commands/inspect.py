@@ -19,7 +19,7 @@ def _lineage_text(meta: PartMeta) -> str:
 
 
 def _stamp(epoch: float) -> pd.Timestamp:
-    return pd.Timestamp(epoch, unit="s")
+    return pd.Timestamp(epoch, unit="s").floor("us")     # Spark timestamps have microsecond precision
 
 
 def part_rows(catalog: Catalog, definition: ObjectDef) -> list[dict]:

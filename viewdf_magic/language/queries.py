@@ -211,6 +211,8 @@ def _parse(rewritten: RewrittenText) -> exp.Expression:
         offset = _offset(text, detail.get("line"), detail.get("col"), detail.get("highlight", ""))
         description = str(detail.get("description", exc)).split(". Line")[0]
         description = description.split(" but got <Token")[0]
+        if description.startswith("Required keyword"):
+            description = "the query is incomplete"
         highlight = detail.get("highlight") or ""
         message = f"SQL syntax error: {description}" + (f" near '{highlight}'" if highlight else "")
         raise rewritten.error(message, offset, None if offset is None else offset + max(1, len(highlight))) \

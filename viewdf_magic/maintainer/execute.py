@@ -8,7 +8,6 @@ from typing import Callable, Iterator
 
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from ..catalog.catalog import Catalog
@@ -44,10 +43,16 @@ class QueryRunner:
         return self.store.read_parts(definition, state, ref.subscripts)
 
     @contextmanager
-    def bound(self, query: CompiledQuery, refs: list[ResolvedRef],
-              frames: dict[str, DataFrame] | None = None, context: str = "") -> Iterator[DataFrame]:
-        """Yield ``query``'s DataFrame; ``frames`` overrides the data of some placeholders."""
+    def bound(self, query: CompiledQuery, refs: list[ResolvedRef], frames: dict[str, DataFrame] | None = None,
+              context: str = "", schema: StructType | None = None, clause: str = "") -> Iterator[DataFrame]:
+        """Yield ``query``'s DataFrame; ``frames`` overrides the data of some placeholders.
+
+        With ``schema``, the output is matched to it by position and cast (PART_TIMESTAMP
+        dropped). That happens in SQL around the query, so Spark's positions for errors
+        raised while the block runs the query still point into the user's text.
+        """
         registered = []
+        shift = 0
         try:
             for ref in refs:
                 placeholder = ref.binding.placeholder
@@ -56,35 +61,41 @@ class QueryRunner:
                 registered.append(placeholder)
             try:
                 result = self.spark.sql(query.sql)
+                if schema is not None:
+                    prefix = conform_prefix(result.schema, schema, query, clause)
+                    shift = len(prefix)
+                    result = self.spark.sql(f"{prefix}{query.sql}\n) AS __vdf_output({_positional(result.columns)})")
             except PySparkException as exc:
-                raise spark_error(exc, query.rewritten, query.bindings, context) from None
-            yield result
+                raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
+            try:
+                yield result
+            except PySparkException as exc:
+                raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
         finally:
             for placeholder in registered:
                 self.spark.catalog.dropTempView(placeholder)
 
 
-def conform(frame: DataFrame, schema: StructType, query: CompiledQuery, clause: str) -> DataFrame:
-    """Match a query's output to a view's schema by position (PART_TIMESTAMP is dropped)."""
-    keep = [k for k, name in enumerate(frame.columns) if name.upper() != PART_TIMESTAMP]
+def _positional(columns: list[str]) -> str:
+    return ", ".join(f"_c{k}" for k in range(len(columns)))
+
+
+def conform_prefix(output: StructType, schema: StructType, query: CompiledQuery, clause: str) -> str:
+    """The SQL that opens ``SELECT CAST(..) AS .. FROM (`` around a query to match ``schema`` by position.
+
+    Columns that already have the right type are not cast, so Spark keeps reporting run-time
+    errors at the user's expression rather than at the cast."""
+    columns = output.fieldNames()
+    keep = [k for k, name in enumerate(columns) if name.upper() != PART_TIMESTAMP]
     if len(keep) != len(schema.fields):
-        names = ", ".join(frame.columns[k] for k in keep)
+        names = ", ".join(columns[k] for k in keep)
         raise query.rewritten.error(f"{clause} returns {len(keep)} columns ({names}) but the view has "
                                     f"{len(schema.fields)} ({', '.join(schema.fieldNames())}); "
                                     f"columns are matched by position")
-    positional = frame.toDF(*[f"_c{k}" for k in range(len(frame.columns))])
-    return positional.select([F.col(f"_c{k}").cast(field.dataType).alias(field.name)
-                              for k, field in zip(keep, schema.fields)])
-
-
-def check_runtime(action: Callable[[], object], query: CompiledQuery | None, context: str) -> object:
-    """Run a Spark action, turning its failures into ViewDFErrors."""
-    try:
-        return action()
-    except PySparkException as exc:
-        if query is None:
-            raise spark_error(exc, context=context) from None
-        raise spark_error(exc, query.rewritten, query.bindings, context) from None
+    casts = ", ".join(
+        (f"_c{k}" if output.fields[k].dataType == field.dataType else f"CAST(_c{k} AS {field.dataType.simpleString()})")
+        + f" AS `{field.name.replace('`', '``')}`" for k, field in zip(keep, schema.fields))
+    return f"SELECT {casts} FROM (\n"
 
 
 def explain_text(frame: DataFrame, mode: str = "formatted") -> str:

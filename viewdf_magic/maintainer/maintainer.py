@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from ..errors import ViewDFError
 from ..language.queries import CompiledQuery
 from ..storage.parts import PartStore
 from ..timeparts import format_part, part_start
-from .execute import QueryRunner, check_runtime, conform, explain_text
+from .execute import QueryRunner, explain_text
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline
 from .views import CompiledView, ViewDefiner, compile_existing
@@ -38,6 +39,18 @@ def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
             shown = f"{ref.binding.name}[{ref.first} .. {ref.last}]"
         text = text.replace(ref.binding.placeholder, shown)
     return text
+
+
+@dataclass(frozen=True)
+class MaintenanceFailure:
+    """A view part that could not be computed."""
+
+    view: str
+    subscript: int
+    error: ViewDFError
+
+    def __str__(self) -> str:
+        return f"maintaining {self.view} failed: {self.error.message}"
 
 
 @dataclass(frozen=True)
@@ -65,6 +78,7 @@ class Maintainer:
         self.runner = QueryRunner(spark, catalog, store, catalog_frame)
         self.definer = ViewDefiner(catalog, self.timeline, self.runner)
         self.history: deque[StepReport] = deque(maxlen=HISTORY_SIZE)
+        self.failures: list[MaintenanceFailure] = []      # of the latest step() or cascade()
         self._compiled: dict[str, CompiledView] = {}
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
@@ -119,22 +133,35 @@ class Maintainer:
 
     # -- computing -----------------------------------------------------------------------
     def cascade(self) -> list[StepReport]:
-        """Compute every ready part of every view, sources before dependents."""
-        return self.step(n=None)
+        """Compute every ready part of every view, sources before dependents.
 
-    def step(self, view: ObjectDef | None = None, n: int | None = 1, plan: bool = False) -> list[StepReport]:
+        A view whose step fails is recorded in ``failures`` and skipped, with the
+        views that read it, for the rest of the cascade; the others carry on.
+        """
+        return self.step(n=None, keep_going=True)
+
+    def step(self, view: ObjectDef | None = None, n: int | None = 1, plan: bool = False,
+             keep_going: bool = False) -> list[StepReport]:
         """Compute up to ``n`` ready parts (all when None) in dependency order, or of one ``view``."""
         reports: list[StepReport] = []
+        self.failures = []
+        blocked: set[str] = set()
         bar = None
         total = self._estimated_steps() if n is None else n
         if self.progress and total >= PROGRESS_MIN_STEPS:
             bar = tqdm(total=total, desc="maintaining views", unit="part", leave=False)
         try:
             while n is None or len(reports) < n:
-                step = self._first_ready(view)
+                step = self._first_ready(view, blocked)
                 if step is None:
                     break
-                reports.append(self.compute(step, plan))
+                try:
+                    reports.append(self.compute(step, plan))
+                except ViewDFError as error:
+                    if not keep_going:
+                        raise
+                    self.failures.append(MaintenanceFailure(step.view.name, step.subscript, error))
+                    blocked.update(d.key for d in self.catalog.downstream(step.view.name))
                 if bar is not None:
                     bar.update(1)
         finally:
@@ -142,9 +169,11 @@ class Maintainer:
                 bar.close()
         return reports
 
-    def _first_ready(self, view: ObjectDef | None) -> PendingStep | None:
+    def _first_ready(self, view: ObjectDef | None, blocked: set[str]) -> PendingStep | None:
         candidates = [view] if view is not None else self.catalog.views()
         for definition in candidates:
+            if definition.key in blocked:
+                continue
             step = self.next_step(definition)
             if step is not None:
                 return step
@@ -168,11 +197,10 @@ class Maintainer:
         started = time.perf_counter()
         lineage = self.timeline.lineage(refs)
         references = self._reference_reports(step)
-        with self.runner.bound(query, refs, context=context) as frame:
-            frame = conform(frame, definition.schema, query, how.upper())
+        with self.runner.bound(query, refs, context=context, schema=definition.schema,
+                               clause=how.upper()) as frame:
             plan_text = explain_text(frame) if plan else None
-            folder, rows = check_runtime(lambda: self.store.write_part(definition, subscript, frame),
-                                         query, context)
+            folder, rows = self.store.write_part(definition, subscript, frame)
         seconds = time.perf_counter() - started
         meta = PartMeta(subscript, rows, (folder,) if folder else (), seconds, lineage, time.time(), how)
         self.catalog.commit([{"op": "part", "name": definition.key, "part": meta.to_json()}])
@@ -183,6 +211,7 @@ class Maintainer:
         return report
 
     def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
+        @functools.lru_cache(maxsize=2)      # a notebook renders a report as text and as HTML
         def load(limit: int) -> pd.DataFrame:
             state = self.catalog.state(definition.name)
             frame = self.store.read_parts(definition, state, [subscript])
@@ -212,6 +241,6 @@ class Maintainer:
                               f"from scratch; add RECOMPUTE {definition.name}[j] AS <query>")
         refs = self.timeline.resolve(view.recompute, definition, subscript)
         context = f"recomputing {definition.name}[{subscript}] ({format_part(subscript, definition.partition_length)})"
-        with self.runner.bound(view.recompute, refs, context=context) as frame:
-            result = conform(frame, definition.schema, view.recompute, "RECOMPUTE")
-            return check_runtime(lambda: result.localCheckpoint(), view.recompute, context)
+        with self.runner.bound(view.recompute, refs, context=context, schema=definition.schema,
+                               clause="RECOMPUTE") as frame:
+            return frame.localCheckpoint()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable
+from typing import Callable, Iterable, TypeVar
 
 from pyspark.errors import PySparkException
 
@@ -13,8 +13,10 @@ from ..language.queries import Binding
 from ..language.source import RewrittenText
 
 # PySpark logs every captured SQL error with its JVM stack trace; we report them ourselves.
-logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+for _logger in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+    logging.getLogger(_logger).setLevel(logging.CRITICAL)
 
+T = TypeVar("T")
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)|line (\d+) pos (\d+)")
 
 
@@ -28,8 +30,10 @@ def summary(exc: BaseException) -> str:
 
 
 def spark_error(exc: BaseException, rewritten: RewrittenText | None = None,
-                bindings: Iterable[Binding] = (), context: str = "") -> ViewDFError:
-    """A ViewDFError for ``exc``, positioned in the source when Spark gave a position."""
+                bindings: Iterable[Binding] = (), context: str = "", shift: int = 0) -> ViewDFError:
+    """A ViewDFError for ``exc``, positioned in the source when Spark gave a position.
+
+    ``shift`` is where the rewritten query starts inside the SQL Spark ran."""
     message = summary(exc)
     for binding in bindings:
         message = message.replace(binding.placeholder, binding.text)
@@ -37,13 +41,20 @@ def spark_error(exc: BaseException, rewritten: RewrittenText | None = None,
         message = f"{context}: {message}"
     if rewritten is None:
         return ViewDFError(message)
-    offset, end = _offset(exc, rewritten.text)
+    offset, end = _offset(exc, rewritten.text, shift)
     if offset is None:
         return rewritten.error(message)
     return rewritten.error(message, offset, end)
 
 
-def _offset(exc: BaseException, text: str) -> tuple[int | None, int | None]:
+def _offset(exc: BaseException, text: str, shift: int) -> tuple[int | None, int | None]:
+    start, stop = _spark_offset(exc, text, shift)
+    if start is None or not 0 <= start - shift < len(text):
+        return None, None
+    return start - shift, None if stop is None else stop - shift
+
+
+def _spark_offset(exc: BaseException, text: str, shift: int) -> tuple[int | None, int | None]:
     if isinstance(exc, PySparkException):
         try:
             contexts = exc.getQueryContext()
@@ -54,13 +65,23 @@ def _offset(exc: BaseException, text: str) -> tuple[int | None, int | None]:
                 start, stop = context.startIndex(), context.stopIndex()
             except Exception:  # noqa: BLE001 - DataFrame contexts have no SQL position
                 continue
-            if 0 <= start < len(text):
+            if 0 <= start - shift < len(text):
                 return start, stop + 1
     match = _POSITION.search(str(exc))
     if match:
         line = int(match.group(1) or match.group(3))
         column = int(match.group(2) or match.group(4))
-        lines = text.split("\n")
+        lines = (" " * shift + text).split("\n")
         if line <= len(lines):
             return sum(len(piece) + 1 for piece in lines[:line - 1]) + column, None
     return None, None
+
+
+def check_runtime(action: Callable[[], T], context: str, rewritten: RewrittenText | None = None,
+                  bindings: Iterable[Binding] = ()) -> T:
+    """Run a Spark action, turning its failures into ViewDFErrors (positioned when ``rewritten``
+    is the query that produced the data)."""
+    try:
+        return action()
+    except PySparkException as exc:
+        raise spark_error(exc, rewritten, bindings, context) from None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..catalog.catalog import Catalog
-from ..catalog.model import LineageRange, ObjectDef
+from ..catalog.model import CATALOG_DEFINITION, LineageRange, ObjectDef
 from ..errors import ViewDFError
 from ..language.queries import Binding, CompiledQuery, RefKind
 
@@ -83,6 +83,9 @@ class Timeline:
         (or an ad hoc query when ``target`` is None)."""
         resolved = []
         for binding in query.bindings:
+            if binding.kind is RefKind.CATALOG:
+                resolved.append(ResolvedRef(binding, CATALOG_DEFINITION))
+                continue
             definition = self.catalog.get(binding.name)
             if definition is None:
                 if target is None or binding.name.lower() != target.key:
@@ -105,7 +108,7 @@ class Timeline:
             return ResolvedRef(binding, definition, first, last if first is not None else None)
         env = {query.variable: subscript} if query.variable else {"LATEST": self.newest(definition)}
         if None in env.values():
-            raise ViewDFError(f"{definition.name} has no parts yet")
+            raise query.fragment.error(f"{definition.name} has no parts yet", binding.start, binding.end)
         assert binding.upper is not None
         last = binding.upper.evaluate(env)
         if binding.lower is None:

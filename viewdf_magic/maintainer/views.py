@@ -10,7 +10,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql.types import StructField, StructType
 
 from ..catalog.catalog import Catalog
-from ..catalog.model import PART_TIMESTAMP, ObjectDef
+from ..catalog.model import CATALOG_VIEW, PART_TIMESTAMP, ObjectDef
 from ..language.parser import parse
 from ..language.queries import CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query
 from ..language.statements import CreateViewDF, DeltaQuery
@@ -18,7 +18,6 @@ from .execute import QueryRunner
 from .spark_errors import spark_error
 from .timeline import ResolvedRef, Timeline
 
-CATALOG_VIEW = "viewdf_parts"
 # Part subscripts at which reference arithmetic is checked for future and cyclic references.
 _SAMPLE_SUBSCRIPTS = (1_000_000, 1_000_001, 1_000_059, 23_667_840, 23_667_899, 394_464)
 

@@ -96,20 +96,18 @@ class PartStore:
         for key in [k for k in self.cache if k[0] == definition.id]:
             del self.cache[key]
 
-    def write_batch(self, definition: ObjectDef, frame: DataFrame) -> str:
-        """Write a stream batch, one sub-folder per part (``__part=<subscript>``), in one Spark job."""
-        folder = self.new_folder(definition)
+    def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> None:
+        """Write a stream batch into ``folder``, one sub-folder per part (``__part=<subscript>``), in one job."""
         length = definition.partition_length
         out = frame.withColumn(PART_COLUMN, F.expr(subscript_sql(f"`{definition.timestamp_column}`", length)))
         out = out.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length)))
         out.write.partitionBy(PART_COLUMN).parquet(self.fs.uri(folder))
-        return folder
 
-    def write_table(self, definition: ObjectDef, frame: DataFrame) -> tuple[str, int]:
-        folder = self.new_folder(definition)
+    def write_table(self, definition: ObjectDef, frame: DataFrame, folder: str) -> int:
+        """Write dimension-table rows into ``folder``; returns the row count."""
         counted = Observation()
         frame.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(self.fs.uri(folder))
-        return folder, int(counted.get["rows"])
+        return int(counted.get["rows"])
 
     def delete_object(self, definition: ObjectDef) -> None:
         self.forget(definition)

@@ -1,0 +1,89 @@
+"""The ``viewdf`` command line: ``viewdf run FILE`` in-process, ``viewdf demo`` as a real subprocess."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from viewdf_magic.cli import main
+
+EXAMPLE = Path(__file__).parents[1] / "examples" / "network.viewdf"
+
+
+@pytest.fixture
+def viewdf_run(spark, tmp_path, capsys):
+    """``viewdf run FILE --warehouse <tmp> [options]``, in-process on the tests' Spark session.
+
+    Returns the exit code, stdout and stderr.
+    """
+    def run(file: Path, *options: str) -> tuple[int, str, str]:
+        code = main(["run", str(file), "--warehouse", str(tmp_path / "wh"), *options])
+        out, err = capsys.readouterr()
+        return code, out, err
+    return run
+
+
+@pytest.fixture
+def script(tmp_path):
+    """A statements file holding ``text``."""
+    def write(text: str) -> Path:
+        path = tmp_path / "script.viewdf"
+        path.write_text(text)
+        return path
+    return write
+
+
+def test_run_the_example_file(viewdf_run):
+    code, out, err = viewdf_run(EXAMPLE)
+    assert code == 0, err
+    assert "Created view View2 (PARTITION LENGTH 60)." in out
+    assert "Inserted 10 rows into 7 part(s) of M; 14 view part(s) computed." in out
+    assert re.search(r"10\.0\.0\.1\s+10\.0\.0\.2\s+4\s+71\s+2015-01-01 10:04:00", out)
+    assert re.search(r"10\.0\.0\.1\s+10\.0\.0\.2\s+5\s+87\s+2015-01-01 10:05:00", out)
+    assert "(2 rows)" in out and "(7 rows)" in out
+
+
+def test_run_cuts_rows_beyond_the_limit(viewdf_run, script):
+    query = script("SELECT x FROM VALUES (1), (2), (3) AS t(x) ORDER BY x")
+    code, out, _ = viewdf_run(query, "--limit", "2")
+    assert code == 0
+    assert "Showing the first 2 rows; more exist. Use --limit 0 to print them all." in out
+    assert re.findall(r"^\s*\d$", out, re.MULTILINE) == [" 1", " 2"]
+    code, out, _ = viewdf_run(query, "--limit", "0")
+    assert "(3 rows)" in out and "Showing" not in out
+
+
+def test_run_error_exits_1_with_a_caret(viewdf_run, script):
+    code, out, err = viewdf_run(script("SHOW STREAMS;\nSELECT src FROM\n  Nowhere"))
+    assert code == 1
+    assert "(0 rows)" in out  # the statement before the error ran
+    assert "at line 3, column 3:" in err
+    assert re.search(r"\n\s+Nowhere\n\s+\^{7}", err) and "Traceback" not in err
+
+
+def test_parse_error_runs_nothing(viewdf_run, script):
+    code, out, err = viewdf_run(script("SHOW STREAMS;\nSHOW NOTHING"))
+    assert code == 1 and out == ""
+    assert "at line 2, column 6:" in err and "^^^^^^^" in err
+
+
+def test_missing_file_exits_2(tmp_path, capsys):
+    assert main(["run", str(tmp_path / "absent.viewdf")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_demo_prints_the_paper_numbers(tmp_path):
+    viewdf = Path(sys.executable).with_name("viewdf")
+    done = subprocess.run([str(viewdf), "demo", "--pairs", "2", "--warehouse", str(tmp_path / "wh")],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    minutes = {block[:5]: block for block in done.stdout.split("\n\n")}
+    assert "10.0.0.1 -> 10.0.0.2  ct=4 sum_loss=71  (the paper's pair)" in minutes["10:04"]
+    assert "10.0.0.1 -> 10.0.0.2  ct=5 sum_loss=87  (the paper's pair)" in minutes["10:05"]
+    assert "10.0.0.1" not in minutes["10:06"]
+    assert re.search(r"Done: View2 has 10 parts holding \d+ rows; 20 view parts computed, mean step time", done.stdout)
+    assert (tmp_path / "wh" / "_viewdf").is_dir()

@@ -1,0 +1,258 @@
+"""The %%viewdf and %viewdf magics in a real IPython shell, on the paper's network-monitoring example."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+from IPython.core.interactiveshell import InteractiveShell
+from IPython.utils.capture import CapturedIO, capture_output
+from pyspark.sql import DataFrame
+from traitlets.config import Config
+
+from test_paper_example import LOSSES, PAPER_DDL
+
+PAPER_INSERT = "INSERT INTO M VALUES " + ",\n  ".join(
+    f"(TIMESTAMP '2015-01-01 10:0{minute}:00', '10.0.0.1', '10.0.0.2', {loss})"
+    for minute, loss in enumerate(LOSSES))
+AT_1004 = "SELECT * FROM View2 WHERE PART_TIMESTAMP = '2015-01-01 10:04:00'"
+AT_1005 = "SELECT * FROM View2 WHERE PART_TIMESTAMP = '2015-01-01 10:05:00'"
+CUT = "more exist. Set %config ViewDF.displaylimit = 0 or use -o VAR to get them all."
+
+
+def paper_row(ct: int, sum_loss: int) -> re.Pattern:
+    return re.compile(rf"10\.0\.0\.1\s+10\.0\.0\.2\s+{ct}\s+{sum_loss}\b")
+
+
+def shown(captured: CapturedIO) -> str:
+    """Everything a cell showed: printed text and the text form of displayed objects."""
+    displayed = [output.data.get("text/plain", "") for output in captured.outputs]
+    return "\n".join([captured.stdout, captured.stderr, *displayed])
+
+
+class Paper(NamedTuple):
+    shell: InteractiveShell
+    setup_output: str              # what the cells creating and filling the paper example showed
+    warehouse: Path
+
+
+@pytest.fixture(scope="module")
+def paper(spark, tmp_path_factory) -> Paper:
+    """An IPython shell on the test session's ``spark`` whose current warehouse holds the paper example."""
+    config = Config()
+    config.HistoryManager.hist_file = ":memory:"
+    ip = InteractiveShell.instance(config=config)
+    ip.user_ns["spark"] = spark
+    ip.run_line_magic("load_ext", "viewdf_magic")
+    ip.run_line_magic("config", "ViewDF.progress = False")
+    warehouse = tmp_path_factory.mktemp("magic") / "wh"
+    with capture_output() as captured:
+        ip.run_cell(f"%%viewdf --warehouse {warehouse}\n{PAPER_DDL}")
+        ip.run_cell(f"%%viewdf\n{PAPER_INSERT}")
+    return Paper(ip, shown(captured), warehouse)
+
+
+@pytest.fixture
+def shell(paper) -> InteractiveShell:
+    return paper.shell
+
+
+@pytest.fixture
+def elsewhere(paper, tmp_path):
+    """A fresh warehouse path for one test; the paper's warehouse is made current again afterwards."""
+    yield tmp_path / "elsewhere"
+    paper.shell.run_line_magic("viewdf", f"--warehouse {paper.warehouse}")
+
+
+def run(shell: InteractiveShell, cell: str) -> tuple[str, CapturedIO]:
+    with capture_output() as captured:
+        outcome = shell.run_cell(cell)
+    assert outcome.success, shown(captured)
+    return shown(captured), captured
+
+
+@pytest.fixture
+def displaylimit(shell):
+    """Set ``%config ViewDF.displaylimit`` for one test."""
+    def set_limit(value: int | None) -> None:
+        shell.run_line_magic("config", f"ViewDF.displaylimit = {value}")
+    yield set_limit
+    set_limit(10)
+
+
+def test_setup_cells_report_what_they_did(paper):
+    text = paper.setup_output
+    assert "Created stream M (PARTITION LENGTH 60, TIMESTAMP ts)." in text
+    assert "Created view View2 (PARTITION LENGTH 60)." in text
+    assert "Inserted 7 rows into 7 part(s) of M; 14 view part(s) computed." in text
+    assert re.search(r"Computed 14 view part\(s\) in [\d.]+ s: Helper\[2015-01-01 10:00:00 \.\. 10:06:00\], "
+                     r"View2\[2015-01-01 10:00:00 \.\. 10:06:00\]", text)
+    assert "Traceback" not in text
+
+
+def test_cell_shows_the_paper_rows(shell):
+    text, captured = run(shell, f"%%viewdf\n{AT_1004};\n{AT_1005}")
+    assert paper_row(4, 71).search(text) and paper_row(5, 87).search(text)
+    assert text.count("(1 row)") == 2 and CUT not in text
+    html = captured.outputs[0].data["text/html"]
+    assert "<table" in html and "<td>71</td>" in html
+
+
+def test_rows_beyond_displaylimit_are_cut_with_a_notice(shell, displaylimit):
+    displaylimit(3)
+    text, captured = run(shell, "%%viewdf\nSELECT * FROM M ORDER BY ts")
+    assert f"Showing the first 3 rows; {CUT}" in text
+    assert len(re.findall(r"2015-01-01 10:0\d:00\s+10\.0\.0\.1", text)) == 3
+    assert "Showing the first 3 rows" in captured.outputs[0].data["text/html"]
+
+
+@pytest.mark.parametrize("limit", [7, 0, None])
+def test_rows_within_displaylimit_are_all_shown(shell, displaylimit, limit):
+    displaylimit(limit)
+    text, _ = run(shell, "%viewdf SELECT * FROM M")
+    assert "(7 rows)" in text and "Showing the first" not in text
+
+
+def test_describe_shows_definition_and_every_column(shell, displaylimit):
+    displaylimit(1)
+    text, _ = run(shell, "%viewdf DESCRIBE View2")
+    assert "view View2, PARTITION LENGTH 60, reads Helper" in text
+    assert "WHERE ct >= 4" in text
+    assert re.search(r"sum_loss\s+int", text) and "(5 rows)" in text
+
+
+def test_out_stores_query_rows_as_spark_dataframe(shell, spark):
+    run(shell, "%%viewdf -o losses\nSHOW STREAMS;\nSELECT loss FROM M WHERE loss > 20 ORDER BY loss")
+    losses = shell.user_ns["losses"]
+    assert isinstance(losses, DataFrame) and losses.sparkSession is spark
+    assert [row.loss for row in losses.collect()] == [24]
+
+
+def test_out_stores_a_show_table_as_spark_dataframe(shell):
+    run(shell, "%viewdf -o views SHOW VIEWS")
+    views = shell.user_ns["views"]
+    assert isinstance(views, DataFrame)
+    assert sorted(row["name"] for row in views.collect()) == ["Helper", "View2"]
+
+
+def test_line_magic_keeps_quotes_and_explains(shell):
+    text, _ = run(shell, f"%viewdf --explain {AT_1005}")
+    assert paper_row(5, 87).search(text)
+    assert "== Physical Plan ==" in text and "== Optimized Logical Plan ==" in text
+
+
+def test_explain_is_a_no_op_for_other_statements(shell):
+    text, _ = run(shell, "%viewdf --explain SHOW STREAMS")
+    assert "Physical Plan" not in text and "(1 row)" in text
+
+
+def test_error_is_one_positioned_message_without_traceback(shell):
+    text, captured = run(shell, "%%viewdf\nSHOW VIEWS;\nSELECT src,\n  nope FROM View2")
+    assert "Helper" in text  # the statement before the error still shows its rows
+    assert "at line 3, column 3:" in captured.stderr
+    assert re.search(r"\n\s+nope FROM View2\n\s+\^\^\^\^", captured.stderr)
+    assert "Traceback" not in text
+
+
+def test_runtime_error_is_one_message(shell):
+    text, captured = run(shell, "%viewdf SELECT 1 / 0 AS boom")
+    assert "running the query: Division by zero" in captured.stderr
+    assert "Warning" not in text and "Traceback" not in text
+
+
+def test_parse_error_runs_nothing(shell):
+    text, captured = run(shell, "%%viewdf\nSHOW VIEWS;\nSHOW NOTHING")
+    assert "at line 2, column 6:" in captured.stderr and "^" in captured.stderr
+    assert "Helper" not in text and "Traceback" not in text
+
+
+def test_config_lists_the_options(shell):
+    text, _ = run(shell, "%config ViewDF")
+    for option in ("ViewDF.displaylimit=<Int>", "ViewDF.warehouse=<Unicode>", "ViewDF.progress=<Bool>"):
+        assert option in text
+    text, _ = run(shell, "%config")
+    assert text.count("ViewDF") == 1
+
+
+def test_negative_displaylimit_is_rejected(shell, caplog):
+    run(shell, "%config ViewDF.displaylimit = -1")
+    assert "ViewDF.displaylimit must be 0 (all rows), None or a positive number" in caplog.text
+    assert shell.run_line_magic("config", "ViewDF.displaylimit") == 10
+
+
+def test_warehouse_choice(shell, paper, elsewhere):
+    current, _ = run(shell, "%viewdf")
+    assert f"Current warehouse: file:{paper.warehouse}\n" in current
+    run(shell, f"%config ViewDF.warehouse = '{elsewhere}'")
+    text, _ = run(shell, "%viewdf SHOW STREAMS")
+    assert "(0 rows)" in text  # the configured warehouse, new and empty
+    chosen, _ = run(shell, f"%viewdf --warehouse {paper.warehouse}")
+    assert chosen == current
+    text, _ = run(shell, "%viewdf SHOW STREAMS")
+    assert "(1 row)" in text
+
+
+def test_step_shows_full_step_reports(shell, elsewhere):
+    text, _ = run(shell, f"""%%viewdf --warehouse {elsewhere}
+SET MAINTENANCE MANUAL;
+CREATE STREAM S (ts TIMESTAMP, v INT) TIMESTAMP ts PARTITION LENGTH 60;
+CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v + 1 AS v FROM S[j];
+INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:00:00', 41), (TIMESTAMP '2015-01-01 10:01:00', 41);
+STEP V 2""")
+    assert "Computed 2 view part(s)." in text
+    assert "V[23668441] (2015-01-01 10:01:00) UPDATE: 1 rows" in text
+    assert "S[j] = S[23668441] (2015-01-01 10:01:00, 1 rows)" in text
+    assert "SELECT v + 1 AS v FROM S[23668441]" in text and re.search(r"rows:\n\s+v\n\s+42", text)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def terminal_ipython(tmp_path_factory):
+    """The plain ``ipython`` executable running the paper example, fed cells as typed in a terminal
+    (a cell magic ends at two blank lines), with its own embedded Spark.
+
+    It starts before this module's first test and runs alongside the in-process ones; the
+    fixture yields a function that waits for it and returns (exit code, stdout, stderr).
+    """
+    folder = tmp_path_factory.mktemp("terminal")
+    script = folder / "paper.ipy"
+    script.write_text(textwrap.dedent("""\
+        %load_ext viewdf_magic
+        %config ViewDF.progress = False
+        %%viewdf --warehouse {warehouse}
+        {ddl}
+        {insert}
+
+
+        %%viewdf
+        {at_1004}
+
+
+        %viewdf {at_1005}
+        exit
+        """).format(warehouse=folder / "wh", ddl=PAPER_DDL.strip(), insert=PAPER_INSERT,
+                    at_1004=AT_1004, at_1005=AT_1005))
+    env = {**os.environ, "IPYTHONDIR": str(folder / "ipython")}
+    with script.open() as stdin, (folder / "out").open("w") as out, (folder / "err").open("w") as err:
+        process = subprocess.Popen([sys.executable, "-m", "IPython", "--simple-prompt", "--colors=nocolor"],
+                                   stdin=stdin, stdout=out, stderr=err, env=env)
+
+    def finished() -> tuple[int, str, str]:
+        code = process.wait(timeout=180)
+        return code, (folder / "out").read_text(), (folder / "err").read_text()
+    yield finished
+    process.kill()
+    process.wait()
+
+
+def test_real_ipython_in_a_terminal(terminal_ipython):
+    code, out, err = terminal_ipython()
+    assert code == 0, err
+    assert "Created view View2" in out
+    assert paper_row(4, 71).search(out) and paper_row(5, 87).search(out)
+    assert "Traceback" not in out + err

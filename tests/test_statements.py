@@ -1,0 +1,176 @@
+"""SHOW, DESCRIBE, DROP, dimension tables, INSERT and LOAD, and names that are not plain identifiers."""
+
+import os
+import re
+
+import pandas as pd
+
+from oracles import data_folders, local_root, loss_rows, rows
+from test_paper_example import PAPER_DDL
+
+M_1000 = 23668440         # 2015-01-01 10:00 in minutes
+STAMP = pd.Timestamp
+
+
+def test_show_and_describe(warehouse):
+    warehouse.execute(PAPER_DDL + "CREATE TABLE owners (src STRING, owner STRING);"
+                                  "INSERT INTO owners VALUES ('10.0.0.1', 'ann'), ('10.0.0.9', 'bob')")
+    warehouse.ingest("M", loss_rows("2015-01-01 10:00", [12, None, 15]))
+
+    streams = warehouse.execute("SHOW STREAMS")
+    assert streams.to_dict("records") == [{
+        "name": "M", "partition_length": 60, "timestamp": "ts", "parts": 3, "rows": 2,
+        "first_part": STAMP("2015-01-01 10:00"), "newest_part": STAMP("2015-01-01 10:02")}]
+    views = warehouse.execute("SHOW VIEWS").set_index("name")
+    assert list(views.index) == ["Helper", "View2"]
+    assert views.loc["Helper", "sources"] == "M" and views.loc["View2", "sources"] == "Helper"
+    assert list(views["partition_length"]) == [60, 60] and list(views["parts"]) == [3, 3]
+    assert list(views["rows"]) == [2, 0]
+    assert list(views["newest_part"]) == [STAMP("2015-01-01 10:02")] * 2
+    assert list(views["next_part"]) == [STAMP("2015-01-01 10:03")] * 2
+    tables = warehouse.execute("SHOW TABLES")
+    assert tables[["name", "rows", "columns"]].to_dict("records") == \
+        [{"name": "owners", "rows": 2, "columns": "src, owner"}]
+
+    assert warehouse.execute("DESCRIBE M").to_dict("list") == {
+        "column": ["ts", "src", "dest", "loss", "PART_TIMESTAMP"],
+        "type": ["timestamp", "string", "string", "int", "timestamp"]}
+    assert warehouse.execute("DESCRIBE VIEW helper").to_dict("list") == {
+        "column": ["src", "dest", "ct", "sum_loss", "PART_TIMESTAMP"],
+        "type": ["string", "string", "int", "int", "timestamp"]}
+    assert warehouse.execute("DESC TABLE owners").to_dict("list") == {
+        "column": ["src", "owner"], "type": ["string", "string"]}
+    [described] = warehouse.run("DESCRIBE Helper")
+    assert described.detail.startswith("view Helper, PARTITION LENGTH 60, reads M\n")
+    assert "UPDATE Helper[j] AS" in described.detail
+    [described] = warehouse.run("DESCRIBE STREAM M")
+    assert described.detail.startswith("stream M, PARTITION LENGTH 60, TIMESTAMP ts\n")
+
+
+def test_drop(warehouse):
+    warehouse.execute(PAPER_DDL + "CREATE TABLE owners (src STRING, owner STRING);"
+                                  "INSERT INTO owners VALUES ('a', 'ann')")
+    warehouse.ingest("M", loss_rows("2015-01-01 10:00", [12, 13]))
+    folder = lambda name: f"data/{warehouse.catalog.get(name).id}"  # noqa: E731
+    m_folder, helper_folder, view2_folder, owners_folder = map(folder, ["M", "Helper", "View2", "owners"])
+    assert {m_folder, helper_folder, owners_folder} <= data_folders(warehouse)
+
+    [dropped] = warehouse.run("DROP VIEW View2")
+    assert dropped.message == "Dropped View2."
+    assert list(warehouse.execute("SHOW VIEWS")["name"]) == ["Helper"]
+    assert "nothing dropped" in warehouse.run("DROP VIEW IF EXISTS View2")[0].message
+    [dropped] = warehouse.run("DROP STREAM M CASCADE")
+    assert dropped.message == "Dropped Helper, M."
+    assert warehouse.execute("SHOW STREAMS").empty and warehouse.execute("SHOW VIEWS").empty
+    assert not {m_folder, helper_folder, view2_folder} & data_folders(warehouse)
+    warehouse.execute("DROP TABLE owners; DROP TABLE IF EXISTS owners; DROP STREAM IF EXISTS M")
+    assert warehouse.execute("SHOW TABLES").empty and owners_folder not in data_folders(warehouse)
+
+    # A new stream of the same name starts empty: nothing of the old one comes back.
+    warehouse.execute(PAPER_DDL)
+    assert warehouse.execute("SELECT * FROM M").empty and warehouse.parts("Helper").empty
+    warehouse.ingest("M", loss_rows("2015-01-01 11:00", [20]))
+    assert rows(warehouse.execute("SELECT * FROM Helper"), ["ct", "sum_loss", "PART_TIMESTAMP"]) == \
+        [(1, 20, STAMP("2015-01-01 11:00"))]
+
+
+def test_dimension_tables(warehouse, tmp_path):
+    csv = tmp_path / "owners.csv"
+    csv.write_text("owner,src\ncid,10.0.0.3\n")
+    semicolons = tmp_path / "owners.txt"
+    semicolons.write_text("src;owner\n10.0.0.4;dan\n")
+    warehouse.execute(f"""
+        {PAPER_DDL}
+        CREATE TABLE owners (src STRING, owner STRING);
+        INSERT INTO owners VALUES ('10.0.0.1', 'ann'), ('10.0.0.2', 'bob');
+        INSERT INTO owners (owner) VALUES ('nobody');
+        LOAD '{csv}' INTO owners;
+        LOAD DATA '{semicolons}' INTO TABLE owners FORMAT csv OPTIONS (delimiter ';')""")
+    assert rows(warehouse.execute("SELECT * FROM owners"), ["src", "owner"]) == \
+        [(None, "nobody"), ("10.0.0.1", "ann"), ("10.0.0.2", "bob"), ("10.0.0.3", "cid"), ("10.0.0.4", "dan")]
+    warehouse.ingest("M", loss_rows("2015-01-01 10:00", [12, 5, 30]))
+    warehouse.execute("""
+        CREATE TABLE loss_by_owner AS
+          SELECT o.owner, sum(m.loss) AS total, count(*) AS n FROM M AS m JOIN owners AS o ON m.src = o.src
+          GROUP BY o.owner;
+        INSERT INTO owners SELECT DISTINCT dest, 'eve' FROM M[LATEST]""")
+    assert rows(warehouse.execute("SELECT * FROM loss_by_owner"), ["owner", "total", "n"]) == [("ann", 47, 3)]
+    assert warehouse.execute("DESCRIBE loss_by_owner").to_dict("list") == \
+        {"column": ["owner", "total", "n"], "type": ["string", "bigint", "bigint"]}
+    assert rows(warehouse.execute("SELECT owner FROM owners WHERE src = '10.0.0.2'"), ["owner"]) == \
+        [("bob",), ("eve",)]
+    assert warehouse.execute("SHOW TABLES").set_index("name")["rows"].to_dict() == {"owners": 6, "loss_by_owner": 1}
+
+
+def test_insert_and_load_into_streams(warehouse, tmp_path):
+    csv = tmp_path / "batch.csv"
+    csv.write_text("loss,dest,src,ts\n12,10.0.0.2,10.0.0.1,2015-01-01 10:01:30\n"
+                   "13,10.0.0.2,10.0.0.1,2015-01-01 10:02:00\n")           # columns matched by name
+    warehouse.execute(f"""
+        {PAPER_DDL}
+        CREATE STREAM Other (at TIMESTAMP, who STRING, lost INT) PARTITION LENGTH 60;
+        INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:00:00', '10.0.0.1', '10.0.0.2', 11);
+        LOAD '{csv}' INTO M;
+        INSERT INTO Other VALUES (TIMESTAMP '2015-01-01 10:03:10', '10.0.0.1', 14);
+        INSERT INTO STREAM M (loss, ts, src, dest) SELECT lost, at, who, '10.0.0.2' FROM Other[LATEST];
+        INSERT INTO M (ts, src) VALUES ('2015-01-01 10:04:00', '10.0.0.1')""")
+    found = warehouse.execute("SELECT ts, src, dest, loss, PART_TIMESTAMP FROM M ORDER BY ts")
+    assert found.astype(object).where(found.notna(), None).values.tolist() == [
+        [STAMP("2015-01-01 10:00"), "10.0.0.1", "10.0.0.2", 11, STAMP("2015-01-01 10:00")],
+        [STAMP("2015-01-01 10:01:30"), "10.0.0.1", "10.0.0.2", 12, STAMP("2015-01-01 10:01")],
+        [STAMP("2015-01-01 10:02"), "10.0.0.1", "10.0.0.2", 13, STAMP("2015-01-01 10:02")],
+        [STAMP("2015-01-01 10:03:10"), "10.0.0.1", "10.0.0.2", 14, STAMP("2015-01-01 10:03")],
+        [STAMP("2015-01-01 10:04"), "10.0.0.1", None, None, STAMP("2015-01-01 10:04")]]
+    assert rows(warehouse.execute("SELECT * FROM View2"), ["ct", "sum_loss", "PART_TIMESTAMP"]) == \
+        [(4, 50, STAMP("2015-01-01 10:03"))]
+
+
+ODD_NAMES = ["x; DROP", "../escape", "a/../../b", "sp ace", "`tick`"]
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _beside(warehouse, folder) -> set[str]:
+    """What ``folder`` (the warehouse's parent) holds besides the warehouse."""
+    return set(os.listdir(folder)) - {os.path.basename(local_root(warehouse))}
+
+
+def test_odd_names_stay_inside_the_warehouse(warehouse, tmp_path):
+    outside_before = _beside(warehouse, tmp_path)
+    stream = _quoted("../escape")
+    warehouse.execute(f"CREATE STREAM {stream} (`event time` TIMESTAMP, `the value` INT) PARTITION LENGTH 60")
+    warehouse.ingest("../escape", pd.DataFrame({"event time": pd.date_range("2015-01-01 10:00", periods=3, freq="min"),
+                                                "the value": [1, 2, 3]}))
+    for name in ODD_NAMES[:1] + ODD_NAMES[2:]:
+        view = _quoted(name)
+        warehouse.execute(f"""CREATE VIEW {view} AS
+            INITIALIZE {view}[i] AS SELECT `the value` AS running FROM {stream}[i]
+            UPDATE {view}[j] AS SELECT p.running + n.`the value` FROM {view}[j-1] AS p, {stream}[j] AS n""")
+    names = list(warehouse.execute("SHOW VIEWS")["name"])
+    assert names == [n for n in ODD_NAMES if n != "../escape"]
+    for name in names:
+        assert rows(warehouse.execute(f"SELECT * FROM {_quoted(name)}"), ["running", "PART_TIMESTAMP"]) == \
+            [(1, STAMP("2015-01-01 10:00")), (3, STAMP("2015-01-01 10:01")), (6, STAMP("2015-01-01 10:02"))]
+        assert len(warehouse.execute(f"SHOW PARTS {_quoted(name)}")) == 3
+        assert warehouse.execute(f"DESCRIBE {_quoted(name)}")["column"].tolist() == ["running", "PART_TIMESTAMP"]
+    assert rows(warehouse.execute(f"SELECT `the value` FROM {stream}[LATEST]"), ["the value"]) == [(3,)]
+
+    root = local_root(warehouse)
+    assert _beside(warehouse, tmp_path) == outside_before, "nothing was written beside the warehouse"
+    assert set(os.listdir(root)) <= {"data", "_viewdf"}
+    ids = os.listdir(os.path.join(root, "data"))
+    assert all(re.fullmatch(r"[0-9a-f]{12}", i) for i in ids) and len(ids) == len(ODD_NAMES)
+
+    warehouse.execute(f"DROP VIEW {_quoted('x; DROP')}; DROP STREAM {stream} CASCADE")
+    assert warehouse.execute("SHOW VIEWS").empty and warehouse.execute("SHOW STREAMS").empty
+    assert os.listdir(os.path.join(root, "data")) == []
+    assert _beside(warehouse, tmp_path) == outside_before
+
+
+def test_names_are_case_insensitive(warehouse):
+    warehouse.execute(PAPER_DDL)
+    warehouse.execute("insert into m values (timestamp '2015-01-01 10:00:00', 'a', 'b', 12)")
+    assert rows(warehouse.execute("select CT, Sum_Loss from HELPER[latest]"), ["CT", "Sum_Loss"]) == [(1, 12)]
+    assert list(warehouse.execute("show parts HeLpEr")["part"]) == [M_1000]

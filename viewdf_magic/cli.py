@@ -1,0 +1,72 @@
+"""The ``viewdf`` command: run a file of ViewDF statements, or the network-monitoring demo."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .demo import run_demo
+from .errors import ViewDFError
+from .notebook.render import ResultView, error_text
+from .warehouse import Warehouse
+
+ROW_LIMIT = 1000
+ALL_ROWS_HINT = "Use --limit 0 to print them all."
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.command(args)
+    except ViewDFError as error:
+        print(error_text(error, color=sys.stderr.isatty()), file=sys.stderr)
+        return 1
+
+
+def run_file(args: argparse.Namespace) -> int:
+    """``viewdf run FILE``: run its statements, printing each one's message and rows."""
+    try:
+        text = Path(args.file).read_text(encoding="utf-8")
+    except OSError as error:
+        print(f"viewdf: cannot read {args.file}: {error.strerror}", file=sys.stderr)
+        return 2
+    warehouse = Warehouse(args.warehouse, progress=sys.stderr.isatty())
+    for result in warehouse.run_iter(text):
+        print(ResultView.of(result, args.limit, ALL_ROWS_HINT).text() + "\n")
+    return 0
+
+
+def show_demo(args: argparse.Namespace) -> int:
+    """``viewdf demo``: the paper's network-monitoring example, minute by minute."""
+    run_demo(args.warehouse, args.pairs)
+    return 0
+
+
+def count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, not {value}")
+    return value
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="viewdf", description="Run a file of ViewDF statements, or the paper's network-monitoring demo.")
+    commands = parser.add_subparsers(required=True, metavar="COMMAND")
+
+    run = commands.add_parser("run", help="run the statements of a .viewdf file")
+    run.add_argument("file", metavar="FILE", help="a file of ';'-separated ViewDF statements")
+    run.add_argument("--warehouse", metavar="PATH", default="viewdf-warehouse",
+                     help="the warehouse to use (default: %(default)s)")
+    run.add_argument("--limit", metavar="N", type=count, default=ROW_LIMIT,
+                     help="rows to print per result; 0 prints all (default: %(default)s)")
+    run.set_defaults(command=run_file)
+
+    demo = commands.add_parser("demo", help="run the paper's network-monitoring example headless")
+    demo.add_argument("--warehouse", metavar="PATH", help="where to build it (default: a temporary warehouse)")
+    demo.add_argument("--pairs", metavar="N", type=count, default=4,
+                      help="source/destination pairs besides the paper's (default: %(default)s)")
+    demo.set_defaults(command=show_demo)
+    return parser

@@ -1,0 +1,1 @@
+"""IPython integration: the %%viewdf magics and how results are shown."""

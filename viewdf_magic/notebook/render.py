@@ -1,0 +1,101 @@
+"""Showing what statements did: render each Result as text or HTML.
+
+Shared by the ``%%viewdf`` magics and the ``viewdf`` command line.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass
+
+import pandas as pd
+
+from ..errors import ViewDFError
+from ..language.statements import Describe, Step
+from ..maintainer.reports import StepReport
+from ..warehouse import Result
+
+RED, RESET = "\x1b[31m", "\x1b[0m"
+DETAILED_STEPS = 5    # a STEP computing at most this many parts shows each one's full report
+
+
+def steps_summary(steps: list[StepReport]) -> str | None:
+    """One line naming the view parts a statement computed, e.g. ``Computed 2 view part(s) ...``."""
+    if not steps:
+        return None
+    spans: dict[str, list[pd.Timestamp]] = {}
+    for step in steps:
+        spans.setdefault(step.view, []).append(step.part_timestamp)
+    named = ", ".join(f"{view}[{_span(min(stamps), max(stamps))}]" for view, stamps in spans.items())
+    seconds = sum(step.seconds for step in steps)
+    return f"Computed {len(steps)} view part(s) in {seconds:.2f} s: {named}"
+
+
+def _span(first: pd.Timestamp, last: pd.Timestamp) -> str:
+    if first == last:
+        return f"{first:%Y-%m-%d %H:%M:%S}"
+    tail = "%H:%M:%S" if first.date() == last.date() else "%Y-%m-%d %H:%M:%S"
+    return f"{first:%Y-%m-%d %H:%M:%S} .. {last.strftime(tail)}"
+
+
+def table_text(rows: pd.DataFrame) -> str:
+    """Rows as a plain-text table; an empty result still names its columns."""
+    if rows.empty:
+        return "  ".join(map(str, rows.columns))
+    return rows.to_string(index=False)
+
+
+def error_text(error: ViewDFError, color: bool = False) -> str:
+    """The error's message and caret block, in red when ``color``."""
+    return f"{RED}{error}{RESET}" if color else str(error)
+
+
+@dataclass
+class ResultView:
+    """A Result made ready to show: IPython displays it as HTML in notebooks and as text in terminals."""
+
+    message: str | None
+    detail: str | None
+    rows: pd.DataFrame | None
+    footer: str | None                # the row count, or the notice that rows were cut
+    steps: str | None                 # one line naming the view parts computed...
+    reports: list[StepReport]         # ...or their full reports, for a STEP of a few parts
+
+    @classmethod
+    def of(cls, result: Result, limit: int | None, hint: str) -> "ResultView":
+        """Fetch what to show of ``result``; ``hint`` tells how to see every row when some were cut.
+
+        DESCRIBE always lists every column.
+        """
+        rows, footer = None, None
+        if result.has_rows:
+            rows, cut = result.head(None if isinstance(result.statement, Describe) else limit)
+            footer = (f"Showing the first {len(rows)} rows; more exist. {hint}" if cut else
+                      f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
+        if isinstance(result.statement, Step) and len(result.steps) <= DETAILED_STEPS:
+            return cls(result.message, result.detail, rows, footer, None, result.steps)
+        return cls(result.message, result.detail, rows, footer, steps_summary(result.steps), [])
+
+    def text(self) -> str:
+        """The plain-text form, as printed by ``viewdf run`` and shown in terminals."""
+        parts = [self.message, self.detail, None if self.rows is None else table_text(self.rows),
+                 self.footer, self.steps, *(report.text() for report in self.reports)]
+        return "\n".join(part for part in parts if part)
+
+    def _repr_html_(self) -> str:
+        parts = []
+        if self.message:
+            parts.append(f"<div>{html.escape(self.message)}</div>")
+        if self.detail:
+            parts.append(f"<pre>{html.escape(self.detail)}</pre>")
+        if self.rows is not None:
+            parts.append(self.rows.to_html(index=False, border=0, classes="dataframe viewdf"))
+        if self.footer:
+            parts.append(f"<div><em>{html.escape(self.footer)}</em></div>")
+        if self.steps:
+            parts.append(f"<div style='color: gray'>{html.escape(self.steps)}</div>")
+        parts += [report._repr_html_() for report in self.reports]
+        return "\n".join(parts)
+
+    def _repr_pretty_(self, printer, cycle: bool) -> None:  # type: ignore[no-untyped-def]
+        printer.text(self.text())
