@@ -23,7 +23,8 @@ from .errors import ViewDFError
 from .language import statements as st
 from .language.parser import parse
 from .language.queries import CompiledQuery, RefKind, Scope, compile_query
-from .maintainer.maintainer import Maintainer, StepReport
+from .maintainer.execute import explain_text
+from .maintainer.maintainer import Maintainer, StepReport, resolved_sql
 from .maintainer.spark_errors import check_runtime, spark_error
 from .maintainer.views import catalog_lookup
 from .session import embedded_session, prepare
@@ -417,6 +418,25 @@ class Warehouse:
             self.maintainer.forget(d)
             self.store.delete_object(d)
         return Result(statement, f"Dropped {', '.join(d.name for d in ordered)}.")
+
+    def _run_ExplainView(self, statement: st.ExplainView) -> Result:
+        definition = self._require(statement.name.text, ("view",), statement, statement.name)
+        sections = [inspect.describe_text(definition)]
+        if definition.notes:
+            sections.append(definition.notes)
+        step = self.maintainer.pending_step(definition)
+        if step is None:
+            sections.append("Next part: unknown until every source has a part.")
+        else:
+            stamp = format_part(step.subscript, definition.partition_length)
+            state = "ready" if step.ready else "waiting"
+            sections.append(f"Next part: {definition.name}[{step.subscript}] ({stamp}), {step.how.upper()}, {state}.\n"
+                            f"{resolved_sql(step.query, step.refs)}")
+            with self.maintainer.runner.bound(step.query, step.refs, schema=definition.schema,
+                                              clause=step.how.upper()) as frame:
+                sections.append(explain_text(frame, mode="extended").strip())
+        table = self.maintainer.pending()
+        return Result(statement, detail="\n\n".join(sections), table=table[table["view"] == definition.name])
 
     def _run_Verify(self, statement: st.Verify) -> Result:
         definition = self._require(statement.name.text, ("view",), statement, statement.name)

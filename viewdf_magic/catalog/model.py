@@ -30,7 +30,7 @@ class PartMeta:
     seconds: float                      # compute (or ingest) time
     lineage: tuple[LineageRange, ...]   # exactly the parts it was computed from
     updated: float                      # last-updated time, epoch seconds
-    how: str                            # ingest, sealed, initialize or update
+    how: str                            # ingest, sealed, initialize, update or recompute
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -57,6 +57,9 @@ class ObjectDef:
     timestamp_column: str | None = None
     sources: tuple[str, ...] = ()       # views: the objects their queries read
     start: int | None = None            # views created START AT LATEST: the first part
+    origin: str | None = None           # translated views: the query the user wrote
+    owner: str | None = None            # helper views: the translated view they serve
+    notes: str = ""                     # translated views: how and why they were translated
 
     @property
     def key(self) -> str:

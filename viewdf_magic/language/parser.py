@@ -12,7 +12,8 @@ from ..errors import ViewDFError
 from ..timeparts import UNIT_SECONDS
 from .source import Fragment
 from .statements import (CreateQueryView, CreateStream, CreateTable, CreateViewDF, DeltaQuery, Describe,
-                         Drop, Insert, Load, Name, Query, Seal, SetMaintenance, Show, Statement, Step, Verify)
+                         Drop, ExplainView, Insert, Load, Name, Query, Seal, SetMaintenance, Show, Statement, Step,
+                         Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -138,7 +139,7 @@ def parse_statement(statement: TokenStatement) -> Statement:
     if word in QUERY_STARTS:
         return Query(statement.fragment, statement.fragment)
     raise cursor.error("expected a statement (CREATE, INSERT, LOAD, SELECT, SHOW, DESCRIBE, DROP, "
-                       "VERIFY, SEAL, SET MAINTENANCE, STEP)")
+                       "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW)")
 
 
 def _create(cursor: _Cursor) -> Statement:
@@ -185,7 +186,7 @@ def _create_view(cursor: _Cursor, name: Name) -> Statement:
     if not cursor.at("INITIALIZE"):
         return CreateQueryView(cursor.fragment, name, cursor.rest())
     clauses: dict[str, DeltaQuery] = {}
-    length = length_at = None
+    length = length_at = refresh = None
     start_at_latest = False
     while cursor.peek() is not None:
         token = cursor.peek()
@@ -198,12 +199,19 @@ def _create_view(cursor: _Cursor, name: Name) -> Statement:
             length, length_at = cursor.duration("PARTITION LENGTH")
         elif cursor.accept("START", "AT", "LATEST"):
             start_at_latest = True
+        elif cursor.accept("REFRESH", "EVERY"):
+            refresh, at = cursor.integer("how many parts")
+            cursor.expect("PARTS")
+            if refresh < 1:
+                raise cursor.fragment.error("REFRESH EVERY needs a positive number of parts", at)
         else:
-            raise cursor.error("expected UPDATE, RECOMPUTE, PARTITION LENGTH or START AT LATEST")
+            raise cursor.error("expected UPDATE, RECOMPUTE, PARTITION LENGTH, REFRESH EVERY or START AT LATEST")
     if "UPDATE" not in clauses:
         raise cursor.fragment.error("a ViewDF needs an UPDATE clause", name.start, name.end)
+    if refresh is not None and "RECOMPUTE" not in clauses:
+        raise cursor.fragment.error("REFRESH EVERY n PARTS needs a RECOMPUTE clause", name.start, name.end)
     return CreateViewDF(cursor.fragment, name, clauses["INITIALIZE"], clauses["UPDATE"],
-                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest)
+                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh)
 
 
 def _clause_end(cursor: _Cursor) -> int:
@@ -221,7 +229,8 @@ def _clause_end(cursor: _Cursor) -> int:
             if word in ("UPDATE", "RECOMPUTE", "INITIALIZE") and \
                     index + 2 < len(tokens) and tokens[index + 2].token_type == TokenType.L_BRACKET:
                 return index
-            if cursor.at("PARTITION", "LENGTH", index=index) or cursor.at("START", "AT", "LATEST", index=index):
+            if cursor.at("PARTITION", "LENGTH", index=index) or cursor.at("START", "AT", "LATEST", index=index) \
+                    or cursor.at("REFRESH", "EVERY", index=index):
                 return index
     return len(tokens)
 
@@ -347,6 +356,13 @@ def _seal(cursor: _Cursor) -> Seal:
     return Seal(cursor.fragment, name, through, at)
 
 
+def _explain(cursor: _Cursor) -> ExplainView:
+    cursor.expect("EXPLAIN", "VIEW")
+    name = cursor.name("a view name")
+    cursor.done()
+    return ExplainView(cursor.fragment, name)
+
+
 def _set(cursor: _Cursor) -> SetMaintenance:
     cursor.expect("SET", "MAINTENANCE")
     for mode in ("MANUAL", "AUTO"):
@@ -376,5 +392,5 @@ def _step(cursor: _Cursor) -> Step:
 _HANDLERS = {
     "CREATE": _create, "INSERT": _insert, "LOAD": _load, "SHOW": _show,
     "DESCRIBE": _describe, "DESC": _describe, "DROP": _drop, "VERIFY": _verify, "SEAL": _seal,
-    "SET": _set, "STEP": _step,
+    "SET": _set, "STEP": _step, "EXPLAIN": _explain,
 }

@@ -63,6 +63,7 @@ class CreateViewDF(Statement):
     partition_length: int | None
     partition_length_at: int | None
     start_at_latest: bool
+    refresh_every: int | None = None      # REFRESH EVERY n PARTS: run RECOMPUTE instead of UPDATE
 
 
 @dataclass(frozen=True)
@@ -141,3 +142,10 @@ class Step(Statement):
     view: Name | None
     count: int | None            # None: every ready part (STEP ALL)
     plan: bool
+
+
+@dataclass(frozen=True)
+class ExplainView(Statement):
+    """``EXPLAIN VIEW v``: the definition, the next step's resolved query and its Spark plans."""
+
+    name: Name

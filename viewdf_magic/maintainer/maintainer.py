@@ -59,7 +59,7 @@ class PendingStep:
 
     view: ObjectDef
     subscript: int
-    how: str                      # initialize or update
+    how: str                      # initialize, update or recompute
     query: CompiledQuery
     refs: list[ResolvedRef]
     ready: bool
@@ -97,9 +97,8 @@ class Maintainer:
         subscript = self.timeline.next_part(definition)
         if subscript is None:
             return None
-        view = self.compiled(definition)
         has_parts = bool(self.catalog.state(definition.name).parts)
-        how, query = ("update", view.update) if has_parts else ("initialize", view.initialize)
+        how, query = self.compiled(definition).clause(subscript, has_parts)
         refs = self.timeline.resolve(query, definition, subscript)
         horizon = self.timeline.horizon()
         in_time = horizon is not None and subscript * definition.partition_length < horizon

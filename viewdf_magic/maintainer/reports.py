@@ -37,7 +37,7 @@ class StepReport:
     view: str
     subscript: int
     part_timestamp: pd.Timestamp
-    how: str                      # initialize or update
+    how: str                      # initialize, update or recompute
     rows: int
     seconds: float
     lineage: tuple[LineageRange, ...]

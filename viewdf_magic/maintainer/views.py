@@ -30,6 +30,16 @@ class CompiledView:
     initialize: CompiledQuery
     update: CompiledQuery
     recompute: CompiledQuery | None
+    refresh_every: int | None = None
+
+    def clause(self, subscript: int, has_parts: bool) -> tuple[str, CompiledQuery]:
+        """Which query computes part ``subscript``: INITIALIZE first, then UPDATE, with RECOMPUTE
+        every ``refresh_every`` parts (it bounds the drift of floating-point running sums)."""
+        if not has_parts:
+            return "initialize", self.initialize
+        if self.refresh_every and self.recompute is not None and subscript % self.refresh_every == 0:
+            return "recompute", self.recompute
+        return "update", self.update
 
 
 def catalog_lookup(catalog: Catalog) -> Lookup:
@@ -58,7 +68,8 @@ def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
     lookup = catalog_lookup(catalog)
     recompute = statement.recompute and _compile_clause(statement.recompute, lookup, definition.name)
     return CompiledView(definition, _compile_clause(statement.initialize, lookup, definition.name),
-                        _compile_clause(statement.update, lookup, definition.name), recompute or None)
+                        _compile_clause(statement.update, lookup, definition.name), recompute or None,
+                        statement.refresh_every)
 
 
 class ViewDefiner:
