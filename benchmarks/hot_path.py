@@ -16,21 +16,10 @@ import tempfile
 from pyspark.sql import functions as F
 
 from viewdf_magic import Warehouse
+from viewdf_magic.demo import NETWORK_DDL
 
 from .common import FIRST_PART, bench_session, median, network_part, timed
 
-VIEWS = """
-CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) TIMESTAMP ts PARTITION LENGTH 60;
-CREATE VIEW Helper AS
-INITIALIZE Helper[i] AS SELECT src, dest, 1 AS ct, loss AS sum_loss FROM M[i] WHERE loss > 10
-UPDATE Helper[j] AS
-  SELECT n.src, n.dest, coalesce(p.ct, 0) + 1 AS ct, coalesce(p.sum_loss, 0) + n.loss AS sum_loss
-  FROM M[j] AS n LEFT OUTER JOIN Helper[j-1] AS p ON n.src = p.src AND n.dest = p.dest
-  WHERE n.loss > 10;
-CREATE VIEW View2 AS
-INITIALIZE View2[i] AS SELECT src, dest, ct, sum_loss FROM Helper[i] WHERE ct >= 4
-UPDATE View2[j] AS SELECT src, dest, ct, sum_loss FROM Helper[j] WHERE ct >= 4;
-"""
 
 
 def hand_written_step(spark, m_folder: str, helper_folder: str, out: str) -> None:
@@ -56,7 +45,7 @@ def main() -> None:
     warehouses["uncached"].store.cache_size = 0
     times: dict[str, list[float]] = {"cached": [], "uncached": [], "hand-written": []}
     for wh in warehouses.values():
-        wh.execute(VIEWS)
+        wh.execute(NETWORK_DDL)
     for k in range(args.parts):
         part = FIRST_PART + k
         batch = network_part(spark, part, args.pairs, args.selectivity).cache()

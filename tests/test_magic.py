@@ -211,6 +211,38 @@ STEP V 2""")
     assert "SELECT v + 1 AS v FROM S[23668441]" in text and re.search(r"rows:\n\s+v\n\s+42", text)
 
 
+@pytest.mark.parametrize("line,statement", [
+    ("pending", "SHOW PENDING"),
+    ("maintenance manual", "SET MAINTENANCE manual"),
+    ("step", "STEP"),
+    ("step V -n 2 --plan", "STEP V 2 WITH PLAN"),
+    ("step --all", "STEP ALL"),
+    ("SELECT 'step' AS s", "SELECT 'step' AS s"),
+])
+def test_line_shorthands_become_statements(line, statement):
+    from viewdf_magic.notebook.magic import shortcut
+
+    assert shortcut(line) == statement
+
+
+def test_stepping_with_line_shorthands(shell, tmp_path):
+    run(shell, f"""%%viewdf --warehouse {tmp_path / 'steps'}
+CREATE STREAM S (ts TIMESTAMP, v INT) TIMESTAMP ts PARTITION LENGTH 60;
+CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v + 1 AS v FROM S[j]""")
+    text, _ = run(shell, "%viewdf maintenance manual")
+    assert "Maintenance is manual." in text
+    run(shell, "%viewdf INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:00:00', 1), "
+               "(TIMESTAMP '2015-01-01 10:01:00', 2)")
+    text, _ = run(shell, "%viewdf pending")
+    assert re.search(r"V\s+23668440\s+2015-01-01 10:00:00\s+INITIALIZE\s+S\[i\]\s+S\[23668440\]\s+True\s+True", text)
+    text, _ = run(shell, "%viewdf step V --plan")
+    assert "V[23668440] (2015-01-01 10:00:00) INITIALIZE: 1 rows" in text and "Physical Plan" in text
+    text, _ = run(shell, "%viewdf step --all")
+    assert "Computed 1 view part(s)." in text
+    text, _ = run(shell, "%viewdf maintenance auto")
+    assert "Maintenance is auto." in text
+
+
 @pytest.fixture(scope="module", autouse=True)
 def terminal_ipython(tmp_path_factory):
     """The plain ``ipython`` executable running the paper example, fed cells as typed in a terminal

@@ -2,24 +2,9 @@
 
 import pandas as pd
 
-PAPER_DDL = """
-CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT)
-  TIMESTAMP ts PARTITION LENGTH 60;
+from viewdf_magic.demo import NETWORK_DDL
 
-CREATE VIEW Helper AS
-INITIALIZE Helper[i] AS
-  SELECT src, dest, 1 AS ct, loss AS sum_loss FROM M[i] WHERE loss > 10
-UPDATE Helper[j] AS
-  SELECT n.src, n.dest, coalesce(p.ct, 0) + 1 AS ct, coalesce(p.sum_loss, 0) + n.loss AS sum_loss
-  FROM M[j] AS n LEFT OUTER JOIN Helper[j-1] AS p ON n.src = p.src AND n.dest = p.dest
-  WHERE n.loss > 10
-PARTITION LENGTH 60;
-
-CREATE VIEW View2 AS
-INITIALIZE View2[i] AS SELECT src, dest, ct, sum_loss FROM Helper[i] WHERE ct >= 4
-UPDATE View2[j] AS SELECT src, dest, ct, sum_loss FROM Helper[j] WHERE ct >= 4
-PARTITION LENGTH 60;
-"""
+PAPER_DDL = NETWORK_DDL      # the paper's M, Helper and View2, shared with the demo
 LOSSES = [6, 12, 15, 24, 20, 16, 7]
 
 

@@ -116,11 +116,10 @@ class Warehouse:
         """Append a batch to a stream, routed to parts by timestamp, then run maintenance."""
         with self._lock:
             definition = self._require(stream, ("stream",))
-            error = lambda message: ViewDFError(message)  # noqa: E731 - no source text to point at
             frame = self.ingester.to_frame(data)
-            if frame.columns:
-                frame = conform_by_name(frame, definition.schema, error)
-            report = self.ingester.append_stream(definition, frame, error)
+            if frame.columns:   # errors have no statement text to point into
+                frame = conform_by_name(frame, definition.schema, ViewDFError)
+            report = self.ingester.append_stream(definition, frame, ViewDFError)
             report.steps = self._maintain()
             report.failures = [str(f) for f in self.maintainer.failures]
             return report
