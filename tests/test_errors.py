@@ -188,6 +188,21 @@ def test_a_failing_view_does_not_stop_the_others(warehouse):
     assert rows(warehouse.execute("SELECT * FROM Copy"), ["loss"]) == [(0,), (1,), (2,), (5,)]
 
 
+
+def test_maintenance_failures_are_reported_once_per_path(warehouse):
+    from viewdf_magic import MaintenanceWarning
+
+    warehouse.execute(PAPER_DDL.split(";")[0] + """;
+        CREATE VIEW Ratio AS INITIALIZE Ratio[i] AS SELECT src, 10 / loss AS r FROM M[i]
+        UPDATE Ratio[j] AS SELECT src, 10 / loss AS r FROM M[j]""")
+    with pytest.warns(MaintenanceWarning, match=r"maintaining Ratio failed: computing Ratio\[23668440\]"):
+        report = warehouse.ingest("M", loss_rows("2015-01-01 10:00", [0]))
+    assert report.parts == [23668440] and report.failures and "Division by zero" in report.failures[0]
+    [result] = warehouse.run("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:01:00', 'a', 'b', 5)")
+    assert "Warning: maintaining Ratio failed" in result.message
+    assert "Ratio and the views that read it are behind" in result.message
+    assert warehouse.parts("Ratio").empty
+
 NAME_ERRORS = {
     "stream exists (any case)": ("CREATE STREAM m (ts TIMESTAMP) PARTITION LENGTH 60", "m (", ["'m' already exists"]),
     "view exists": ("CREATE VIEW helper AS INITIALIZE helper[i] AS SELECT src FROM M[i]\n"

@@ -122,6 +122,8 @@ class Warehouse:
             report = self.ingester.append_stream(definition, frame, ViewDFError)
             report.steps = self._maintain()
             report.failures = [str(f) for f in self.maintainer.failures]
+            for failure in report.failures:   # statements report failures in their message instead
+                warnings.warn(MaintenanceWarning(failure), stacklevel=2)
             return report
 
     def recompute(self, view: str, part_timestamp: TimestampLike) -> pd.DataFrame:
@@ -180,14 +182,12 @@ class Warehouse:
         return list(self.maintainer.history)
 
     def _maintain(self) -> list[StepReport]:
-        """In auto mode, compute everything that is ready; failures are reported, not raised."""
+        """In auto mode, compute everything that is ready; failures are recorded in
+        ``maintainer.failures``, not raised."""
         if self.maintenance != "auto":
             self.maintainer.failures = []
             return []
-        steps = self.maintainer.cascade()
-        for failure in self.maintainer.failures:
-            warnings.warn(MaintenanceWarning(str(failure)), stacklevel=3)
-        return steps
+        return self.maintainer.cascade()
 
     def _maintenance_note(self) -> str:
         """Failures of the latest cascade, as a sentence to append to a statement's message."""

@@ -1,0 +1,359 @@
+"""Generate the ViewDF text of a translated sliding-window query: helper views and the final view.
+
+Every generated statement is an ordinary ``CREATE VIEW ... INITIALIZE ... UPDATE ...`` that the
+warehouse parses and defines like a hand-written one. Generated column names start with ``__``:
+
+* ``<view>__pre`` (PARTITION LENGTH L): per source part and group, ``__n`` = count(*), and per
+  aggregate argument ``__s`` = sum, ``__c`` = count of non-NULL values, ``__mx`` = max, ``__mn`` = min.
+* ``<view>__b<k>`` (PARTITION LENGTH 2^k*L): max/min over ``__b<k-1>[i*2 .. i*2+1]`` (``__b0`` is __pre).
+* ``<view>__sum`` (PARTITION LENGTH s): the window's running count(*) and sums and counts
+  (ViewDF_Sum); a group leaves when its count(*) reaches 0.
+* ``<view>`` (PARTITION LENGTH s): combines them per group, computes AVG = sum / count and applies
+  HAVING; its RECOMPUTE clause is the user's query over the window's source parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import sqlglot
+from pyspark.sql.types import DoubleType, FloatType, StructType
+from sqlglot import exp
+
+from ..catalog.model import ObjectDef
+from .window_plan import Aggregate, BlockRef, affine, classify, dyadic_cover, dyadic_level, max_block_reads
+from .window_query import WindowQuery, normalized
+
+REFRESH_MIN_PARTS = 16
+
+
+def quote(name: str) -> str:
+    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class GeneratedView:
+    name: str
+    role: str                 # pre, block, sum or final
+    partition_length: int
+    summary: str              # one line for EXPLAIN notes
+
+
+@dataclass
+class WindowTranslation:
+    """The plan for one window query; ``text`` generates each view's statement in definition order."""
+
+    name: str
+    query: WindowQuery
+    source: ObjectDef
+    output: StructType                     # the user's query's columns and types
+    width: int                             # W: source parts per window
+    slide: int                             # r: source parts per view part
+    aggregates: list[Aggregate]
+    mode: str                              # incremental, tumbling or holistic
+    arguments: dict[str, int] = field(default_factory=dict)   # argument SQL -> index
+    needs: dict[int, set[str]] = field(default_factory=dict)  # index -> {sum, count, max, min}
+    refresh_every: int | None = None
+
+    # -- shape ---------------------------------------------------------------------------------
+    @property
+    def length(self) -> int:
+        return self.source.partition_length
+
+    @property
+    def subtractable(self) -> bool:
+        return self.mode == "incremental" and (any(a.strategy == "subtractable" for a in self.aggregates)
+                                               or not any(a.strategy == "distributive" for a in self.aggregates))
+
+    @property
+    def distributive(self) -> bool:
+        return self.mode == "incremental" and any(a.strategy == "distributive" for a in self.aggregates)
+
+    @property
+    def level(self) -> int:
+        return dyadic_level(self.width)
+
+    def helper(self, role: str, level: int = 0) -> str:
+        if role == "block" and level == 0:
+            role = "pre"
+        return f"{self.name}__{'b' + str(level) if role == 'block' else role}"
+
+    def views(self) -> list[GeneratedView]:
+        L, r, W = self.length, self.slide, self.width
+        found = []
+        if self.mode == "incremental":
+            found.append(GeneratedView(self.helper("pre"), "pre", L,
+                                       f"per part of {self.source.name} and group: count(*) and the sums, "
+                                       f"non-NULL counts, maxima and minima the aggregates need"))
+            if self.distributive:
+                for k in range(1, self.level + 1):
+                    found.append(GeneratedView(self.helper("block", k), "block", 2 ** k * L,
+                                               f"max/min over blocks of {2 ** k} parts: "
+                                               f"{self.helper('block', k - 1)}[i*2 .. i*2+1]"))
+            if self.subtractable:
+                new = f"{self.helper('pre')}[{self._range(0, r - 1)}]"
+                old = f"{self.helper('pre')}[{self._range(-W, r - 1 - W)}]"
+                refresh = f"; recomputed from {self.helper('pre')} every {self.refresh_every} parts " \
+                          f"(REFRESH EVERY) to bound floating-point drift" if self.refresh_every else ""
+                found.append(GeneratedView(self.helper("sum"), "sum", r * L,
+                                           f"running window state (ViewDF_Sum): {self.helper('sum')}[j] = "
+                                           f"{self.helper('sum')}[j-1] + {new} - {old}; a group leaves the "
+                                           f"window when its count(*) reaches 0{refresh}"))
+        found.append(GeneratedView(self.name, "final", r * L, "the view"))
+        return found
+
+    def _range(self, low: int, high: int, var: str = "j") -> str:
+        first, last = affine(self.slide, low, var), affine(self.slide, high, var)
+        return first if first == last else f"{first} .. {last}"
+
+    def window_range(self, var: str = "j") -> str:
+        return self._range(self.slide - self.width, self.slide - 1, var)
+
+    # -- the user's query over the window's parts (RECOMPUTE, naive baseline) ----------------------
+    def window_query(self) -> str:
+        fragment, clause = self.query.fragment, self.query.clause
+        source = fragment.source
+        return (source[fragment.start:clause.start] + f"[{self.window_range()}]" +
+                source[clause.end:fragment.end])
+
+    # -- statements ----------------------------------------------------------------------------
+    def text(self, view: GeneratedView, schema_of: Callable[[str], StructType]) -> str:
+        return getattr(self, f"_{view.role}_text")(view, schema_of)
+
+    def _keys(self, prefix: str = "") -> list[str]:
+        return [f"{prefix}__k{n}" for n in range(len(self.query.keys))]
+
+    def _group_by(self, keys: list[str], having: str) -> str:
+        return f"\nGROUP BY {', '.join(keys)}" if keys else f"\nHAVING {having}"
+
+    def _pre_text(self, view: GeneratedView, schema_of) -> str:
+        q = self.query
+        columns = [f"{k.sql(dialect='spark')} AS __k{n}" for n, k in enumerate(q.keys)] + ["count(*) AS __n"]
+        for argument, index in self.arguments.items():
+            needs = self.needs[index]
+            if "sum" in needs:
+                columns.append(f"sum({argument}) AS __s{index}")
+            if "sum" in needs or "count" in needs:
+                columns.append(f"count({argument}) AS __c{index}")
+            if "max" in needs:
+                columns.append(f"max({argument}) AS __mx{index}")
+            if "min" in needs:
+                columns.append(f"min({argument}) AS __mn{index}")
+        source = f"{quote(self.source.name)}[i]" + (f" AS {quote(q.alias)}" if q.alias else "")
+        where = f"\nWHERE {q.where.sql(dialect='spark')}" if q.where is not None else ""
+        group = f"\nGROUP BY {', '.join(k.sql(dialect='spark') for k in q.keys)}" if q.keys else \
+            "\nHAVING count(*) > 0"
+        body = f"SELECT {', '.join(columns)}\nFROM {source}{where}{group}"
+        return self._statement(view, body, body, None)
+
+    def _extremes(self) -> list[tuple[str, str]]:
+        """(aggregate function, column) of the max/min state."""
+        found = []
+        for index in self.needs:
+            for kind, prefix in (("max", "__mx"), ("min", "__mn")):
+                if kind in self.needs[index]:
+                    found.append((kind, f"{prefix}{index}"))
+        return found
+
+    def _block_text(self, view: GeneratedView, schema_of) -> str:
+        level = int(view.name.rsplit("__b", 1)[1])
+        keys = self._keys()
+        columns = keys + [f"{kind}({column}) AS {column}" for kind, column in self._extremes()]
+        body = (f"SELECT {', '.join(columns)}\nFROM {quote(self.helper('block', level - 1))}[i*2 .. i*2+1]"
+                + self._group_by(keys, "count(*) > 0"))
+        return self._statement(view, body, body, None)
+
+    def _sums(self) -> list[str]:
+        """The running-state columns besides keys and __n."""
+        found = []
+        for index in self.needs:
+            if "sum" in self.needs[index]:
+                found.append(f"__s{index}")
+            if "sum" in self.needs[index] or "count" in self.needs[index]:
+                found.append(f"__c{index}")
+        return found
+
+    def _sum_aggregates(self) -> list[str]:
+        found = ["sum(__n) AS __n"]
+        for column in self._sums():
+            if column.startswith("__s"):
+                count = "__c" + column[3:]
+                found.append(f"CASE WHEN sum({count}) > 0 THEN sum({column}) END AS {column}")
+            else:
+                found.append(f"sum({column}) AS {column}")
+        return found
+
+    def _sum_text(self, view: GeneratedView, schema_of) -> str:
+        keys, state = self._keys(), ["__n"] + self._sums()
+        pre = quote(self.helper("pre"))
+        group = self._group_by(keys, "sum(__n) > 0") + ("\nHAVING sum(__n) > 0" if keys else "")
+        select = f"SELECT {', '.join(keys + self._sum_aggregates())}"
+        window = f"{select}\nFROM {pre}[{self.window_range()}]{group}"
+        plain = ", ".join(keys + state)
+        negated = ", ".join(keys + [f"-{c} AS {c}" for c in state])
+        r, W = self.slide, self.width
+        update = (f"{select}\nFROM (SELECT {plain} FROM {quote(view.name)}[j-1]\n"
+                  f"      UNION ALL SELECT {plain} FROM {pre}[{self._range(0, r - 1)}]\n"
+                  f"      UNION ALL SELECT {negated} FROM {pre}[{self._range(-W, r - 1 - W)}]) AS __delta"
+                  f"{group}")
+        pre_schema = schema_of(self.helper("pre"))
+        floating = any(isinstance(f.dataType, (DoubleType, FloatType)) for f in pre_schema.fields
+                       if f.name.startswith("__s"))
+        if floating:
+            self.refresh_every = max(REFRESH_MIN_PARTS, 4 * -(-W // r))
+        return self._statement(view, window, update, window, self.refresh_every)
+
+    def _final_text(self, view: GeneratedView, schema_of) -> str:
+        window = self.window_query()
+        if self.mode != "incremental":
+            return self._statement(view, window, window, window)
+        keys = self._keys()
+        state = (["__n"] + self._sums() if self.subtractable else []) + [c for _, c in self._extremes()]
+        branches = []
+        if self.subtractable:
+            mine = set(["__n"] + self._sums())
+            columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
+            branches.append(f"SELECT {', '.join(columns)} FROM {quote(self.helper('sum'))}[j]")
+        if self.distributive:
+            mine = {c for _, c in self._extremes()}
+            columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
+            for ref in self.cover():
+                branches.append(f"SELECT {', '.join(columns)} FROM "
+                                f"{quote(self.helper('block', ref.level))}[{ref.subscript()}]")
+        kinds = dict((c, kind) for kind, c in self._extremes())
+        combined = keys + [f"{kinds.get(c, 'max')}({c}) AS {c}" for c in state]
+        union = "\n      UNION ALL ".join(branches)
+        inner = (f"SELECT {', '.join(combined)}\n  FROM ({union}) AS __u"
+                 + (f"\n  GROUP BY {', '.join(keys)}" if keys else ""))
+        items = [f"CAST({self._rewrite(item)} AS {f.dataType.simpleString()}) AS {quote(f.name)}"
+                 for item, f in zip(self.query.items, self.output.fields)]
+        having = self.query.having
+        where = f"\nWHERE {self._rewrite(having, having=True)}" if having is not None else ""
+        body = f"SELECT {', '.join(items)}\nFROM ({inner}) AS __w{where}"
+        return self._statement(view, body, body, window)
+
+    def cover(self) -> list[BlockRef]:
+        return dyadic_cover(self.slide, self.width)
+
+    def _replacement(self, aggregate: Aggregate) -> str:
+        index = self.arguments.get(aggregate.argument or "")
+        return {"count_star": "coalesce(__n, 0)",
+                "count": f"coalesce(__c{index}, 0)",
+                "sum": f"__s{index}",
+                "avg": f"CASE WHEN __c{index} > 0 THEN __s{index} / __c{index} END",
+                "max": f"__mx{index}",
+                "min": f"__mn{index}"}[aggregate.kind]
+
+    def _rewrite(self, node: exp.Expression, having: bool = False) -> str:
+        """A SELECT or HAVING expression over the combined state columns."""
+        aggregates = {normalized(a.node): self._replacement(a) for a in self.aggregates}
+        keys = {normalized(k): f"__k{n}" for n, k in enumerate(self.query.keys)}
+        aliases = {}
+        if having:
+            for item, select in zip(self.query.items, self.query.tree.expressions):
+                if isinstance(select, exp.Alias):
+                    aliases[select.alias.lower()] = item
+
+        def replace(child: exp.Expression) -> exp.Expression:
+            form = normalized(child)
+            if isinstance(child, exp.AggFunc) and form in aggregates:
+                return exp.Paren(this=sqlglot.parse_one(aggregates[form], read="spark"))
+            if form in keys:
+                return exp.column(keys[form])
+            if isinstance(child, exp.Column) and not child.table and child.name.lower() in aliases:
+                return exp.Paren(this=sqlglot.parse_one(self._rewrite(aliases[child.name.lower()]), read="spark"))
+            return child
+        return node.copy().transform(replace).sql(dialect="spark")
+
+    def _statement(self, view: GeneratedView, initialize: str, update: str, recompute: str | None,
+                   refresh: int | None = None) -> str:
+        name = quote(view.name)
+        text = f"CREATE VIEW {name} AS\nINITIALIZE {name}[{'i' if view.role in ('pre', 'block') else 'j'}] AS\n" \
+               f"{initialize}\nUPDATE {name}[{'i' if view.role in ('pre', 'block') else 'j'}] AS\n{update}\n"
+        if recompute is not None:
+            text += f"RECOMPUTE {name}[j] AS\n{recompute}\n"
+        if refresh:
+            text += f"REFRESH EVERY {refresh} PARTS\n"
+        return text + f"PARTITION LENGTH {view.partition_length}"
+
+    # -- EXPLAIN -------------------------------------------------------------------------------
+    def notes(self) -> str:
+        L, r, W = self.length, self.slide, self.width
+        source = self.source.name
+        lines = [f"Translated from a sliding-window query over {source} (PARTITION LENGTH {L}): "
+                 f"WINDOW {W * L} s = {W} part(s), SLIDE {r * L} s = {r} part(s).",
+                 f"{self.name}[j] = the query over {source}[{self.window_range()}] "
+                 f"(parts that do not exist yet count as empty, so early parts hold partial windows).", ""]
+        if self.mode == "tumbling":
+            lines.append("Tumbling window (WINDOW = SLIDE): windows do not overlap, so no incremental state "
+                         f"is needed; each part reads its own {W} part(s) of {source} directly.")
+        elif self.mode == "holistic":
+            holistic = ", ".join(a.node.sql(dialect="spark") for a in self.aggregates if a.strategy == "holistic")
+            lines.append(f"Holistic aggregate(s) {holistic}: these cannot be computed from per-part summaries, "
+                         f"so {self.name} is NOT maintained incrementally: every part recomputes the whole "
+                         f"query over the {W} window part(s) of {source} (fallback to recomputation).")
+        else:
+            lines.append("Strategy per aggregate:")
+            for aggregate in self.aggregates:
+                call = aggregate.node.sql(dialect="spark")
+                if aggregate.strategy == "subtractable":
+                    what = "sum and count" if aggregate.kind == "avg" else \
+                        "count" if aggregate.kind.startswith("count") else "sum"
+                    lines.append(f"  {call}: subtractable -> running {what} (ViewDF_Sum: add the new part, "
+                                 f"subtract the expired one) in {self.helper('sum')}")
+                else:
+                    lines.append(f"  {call}: distributive, not subtractable -> dyadic interval synopses "
+                                 f"{self.helper('pre')}" + (f" .. {self.helper('block', self.level)}"
+                                                             if self.level else ""))
+            if self.refresh_every:
+                lines.append(f"  DOUBLE sums drift when values are subtracted: {self.helper('sum')} is "
+                             f"recomputed from {self.helper('pre')} every {self.refresh_every} parts, and a sum "
+                             f"restarts at exactly 0 when its group's non-NULL count reaches 0.")
+            else:
+                lines.append("  Sums are exact (integer or decimal arithmetic).")
+            lines += ["", "Helper views (owned by this view, dropped with it):"]
+            for view in self.views()[:-1]:
+                lines.append(f"  {view.name} (PARTITION LENGTH {view.partition_length}): {view.summary}")
+            lines += ["", f"Parts read per step of {self.name}:"]
+            reads = 0
+            if self.subtractable:
+                lines.append(f"  {self.helper('sum')}[j]")
+                reads += 1
+            if self.distributive:
+                for ref in self.cover():
+                    lines.append(f"  {self.helper('block', ref.level)}[{ref.subscript()}]")
+                blocks = max_block_reads(W)
+                reads += blocks
+                lines.append(f"  = at most {blocks} block part(s) for max/min (2*log2(W) + 3 with W = {W}), "
+                             f"not {W}")
+            if self.subtractable:
+                lines.append(f"  and {self.helper('sum')} reads {self.helper('sum')}[j-1] plus 2*{r} part(s) of "
+                             f"{self.helper('pre')} per step")
+            lines.append(f"Naive baseline (RECOMPUTE, VERIFY VIEW): the query over {W} part(s) of {source}.")
+        return "\n".join(lines)
+
+
+def translate_window(name: str, query: WindowQuery, source: ObjectDef, output: StructType) -> WindowTranslation:
+    """Plan the translation of a checked window query whose output columns are ``output``."""
+    length = source.partition_length
+    width, slide = query.clause.width // length, (query.clause.slide or length) // length
+    aggregates = [classify(a) for a in query.aggregates]
+    unique: dict[str, Aggregate] = {}
+    for aggregate in aggregates:
+        unique.setdefault(normalized(aggregate.node), aggregate)
+    aggregates = list(unique.values())
+    if any(a.strategy == "holistic" for a in aggregates):
+        mode = "holistic"
+    elif width == slide:
+        mode = "tumbling"
+    else:
+        mode = "incremental"
+    translation = WindowTranslation(name, query, source, output, width, slide, aggregates, mode)
+    for aggregate in aggregates:
+        if aggregate.argument is None:
+            continue
+        index = translation.arguments.setdefault(aggregate.argument, len(translation.arguments))
+        needs = translation.needs.setdefault(index, set())
+        needs.add({"avg": "sum"}.get(aggregate.kind, aggregate.kind))
+    return translation
