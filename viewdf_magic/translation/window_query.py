@@ -141,6 +141,7 @@ def analyze_window(query: Fragment, clause: WindowClause) -> WindowQuery:
         value = tree.args.get(key)
         if value:
             node = value[0] if isinstance(value, list) else value
+            node = node.this if isinstance(node, exp.Join) else node
             raise partial.error(f"{what} is not supported in a sliding-window query; it reads one stream "
                                 f"and aggregates per group", node) if isinstance(node, exp.Expression) \
                 else start_error(f"{what} is not supported in a sliding-window query")

@@ -1,0 +1,286 @@
+"""Sliding-window aggregates (FROM S [WINDOW w SLIDE s]) translated into ViewDFs: the thesis's worked
+example, the zero-sum regression, HAVING/WHERE/AVG, tumbling, slides, partial windows, global
+aggregates, errors, EXPLAIN, DROP, parts read per MAX step, and the dyadic cover itself."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from oracles import rows, rows_by_part
+from test_errors import fails
+from viewdf_magic import ViewDFError
+from viewdf_magic.language.source import Fragment
+from viewdf_magic.language.subscripts import parse_subscript
+from viewdf_magic.translation.window_plan import dyadic_cover, dyadic_level, max_block_reads
+from window_oracle import aggregate, close, window_parts
+
+STREAM = "CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) TIMESTAMP ts PARTITION LENGTH 60"
+T0 = pd.Timestamp("2015-01-01 10:00")
+
+
+def frame(points: list[tuple]) -> pd.DataFrame:
+    """(minute offset from 10:00, src, dest, loss) rows."""
+    return pd.DataFrame([(T0 + pd.Timedelta(minutes=m, seconds=s), a, b, v) for m, a, b, v, *rest in points
+                         for s in [rest[0] if rest else 0]], columns=["ts", "src", "dest", "loss"])
+
+
+def stored(wh, view: str, columns: list[str]) -> dict:
+    return rows_by_part(wh.execute(f"SELECT * FROM {view}"), columns)
+
+
+def verified(wh, view: str) -> None:
+    table = wh.execute(f"VERIFY VIEW {view}")
+    assert len(table) and table["equal"].all(), table
+
+
+# -- the thesis's worked example (section 1 / 4.2) -------------------------------------------------------
+def test_thesis_view1_part_at_1001_is_420_plus_7_minus_5(warehouse):
+    warehouse.execute(STREAM)
+    start = pd.Timestamp("2015-01-01 09:01")
+    losses = [5] + [7] * 58 + [9] + [7]        # 09:01 .. 10:01; the window ending 10:00 sums to 420
+    data = pd.DataFrame({"ts": [start + pd.Timedelta(minutes=k) for k in range(len(losses))],
+                         "src": "10.0.0.1", "dest": "10.0.0.2", "loss": losses})
+    warehouse.ingest("M", data[data["ts"] <= "2015-01-01 10:00"])
+    warehouse.execute("CREATE VIEW View1 AS SELECT src, dest, sum(loss) AS sum_loss FROM M [WINDOW 60 MINUTES] "
+                      "GROUP BY src, dest")
+    assert warehouse.read_part("View1", "2015-01-01 10:00")["sum_loss"].tolist() == [420]
+    report = warehouse.ingest("M", data[data["ts"] > "2015-01-01 10:00"])
+    assert warehouse.read_part("View1", "2015-01-01 10:01")["sum_loss"].tolist() == [420 + 7 - 5] == [422]
+    step = [s for s in report.steps if s.view == "View1__sum"][0]
+    assert step.how == "update"
+    pre = 23668440 + 1          # 10:01
+    assert [(r.name, r.first, r.last) for r in step.lineage] == [
+        ("View1__sum", pre - 1, pre - 1), ("View1__pre", pre, pre), ("View1__pre", pre - 60, pre - 60)]
+    assert warehouse.read_part("View1__pre", "2015-01-01 09:01")["__s0"].tolist() == [5]
+    assert warehouse.recompute("View1", "2015-01-01 10:01")["sum_loss"].tolist() == [422]
+
+
+# -- zero and negative sums, groups leaving ----------------------------------------------------------
+def test_zero_sum_group_stays_until_its_count_reaches_zero(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.ingest("M", frame([(0, "a", "b", 5), (1, "a", "b", -5), (2, "x", "y", 1), (3, "x", "y", -4),
+                                 (4, "x", "y", 0), (5, "x", "y", 0)]))
+    warehouse.execute("CREATE VIEW W AS SELECT src, sum(loss) AS total, count(*) AS n FROM M [WINDOW 3 MINUTES] "
+                      "GROUP BY src")
+    got = stored(warehouse, "W", ["src", "total", "n"])
+    minute = lambda k: T0 + pd.Timedelta(minutes=k)  # noqa: E731
+    assert got == {minute(0): [("a", 5, 1)],
+                   minute(1): [("a", 0, 2)],                       # sum 0: still in the window
+                   minute(2): [("a", 0, 2), ("x", 1, 1)],
+                   minute(3): [("a", -5, 1), ("x", -3, 2)],        # negative sums stay too
+                   minute(4): [("x", -3, 3)],                      # a left: its count reached 0
+                   minute(5): [("x", -4, 3)]}
+    verified(warehouse, "W")
+
+
+def test_null_values_sum_to_null_and_count_exactly(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.ingest("M", frame([(0, "a", "b", None), (1, "a", "b", 4), (2, "a", "b", None), (3, "a", "b", None)]))
+    warehouse.execute("CREATE VIEW W AS SELECT src, sum(loss) AS total, count(loss) AS nn, count(*) AS n, "
+                      "avg(loss) AS mean, max(loss) AS peak FROM M [WINDOW 2 MINUTES] GROUP BY src")
+    got = stored(warehouse, "W", ["total", "nn", "n", "mean", "peak"])
+    assert list(got.values()) == [[(None, 0, 1, None, None)], [(4, 1, 2, 4.0, 4)], [(4, 1, 2, 4.0, 4)],
+                                  [(None, 0, 2, None, None)]]
+    verified(warehouse, "W")
+
+
+# -- the issue's example: WHERE, HAVING, AVG, MAX -----------------------------------------------------
+ISSUE_VIEW = """CREATE VIEW Loss5 AS
+  SELECT src, dest, sum(loss) AS total, count(*) AS n, avg(loss) AS mean, max(loss) AS peak
+  FROM M [WINDOW 5 MINUTES]
+  WHERE loss >= 0
+  GROUP BY src, dest
+  HAVING count(*) >= 3"""
+
+
+def test_where_having_avg_and_max_match_the_oracle(warehouse):
+    warehouse.execute(STREAM)
+    points = [(m, s, "d", (m * 7 + len(s) * 3) % 11 - 3, sec) for m in range(12) for s in ("a", "bb")
+              for sec in (0, 30) if (m + len(s)) % 4]
+    data = frame(points)
+    warehouse.ingest("M", data)
+    warehouse.execute(ISSUE_VIEW)
+    expected = {}
+    for stamp, window in window_parts(data, 60, 300, 60):
+        agg = aggregate(window[window["loss"] >= 0], ["src", "dest"])
+        agg = agg[agg["n"] >= 3]
+        if len(agg):
+            expected[stamp] = rows(agg, ["src", "dest", "total", "n", "mean", "peak"])
+    got = stored(warehouse, "Loss5", ["src", "dest", "total", "n", "mean", "peak"])
+    assert got.keys() == expected.keys()
+    for stamp in expected:
+        assert close(got[stamp], expected[stamp]), (stamp, got[stamp], expected[stamp])
+    verified(warehouse, "Loss5")
+    schema = {f.name: f.dataType.simpleString() for f in warehouse.catalog.get("Loss5").schema.fields}
+    assert schema == {"src": "string", "dest": "string", "total": "bigint", "n": "bigint", "mean": "double",
+                      "peak": "int"}
+
+
+# -- tumbling, slides, partial windows, global aggregates -------------------------------------------------
+def test_tumbling_window_has_no_state_and_says_so(warehouse):
+    warehouse.execute(STREAM)
+    data = frame([(m, "a", "b", m) for m in range(7)])
+    warehouse.ingest("M", data)
+    [created, explain] = warehouse.run("CREATE VIEW T AS SELECT src, sum(loss) AS total, max(loss) AS peak "
+                                       "FROM M [WINDOW 3 MINUTES SLIDE 3 MINUTES] GROUP BY src; EXPLAIN VIEW T")
+    assert "Tumbling window" in explain.detail and "no incremental state" in explain.detail
+    assert [d.name for d in warehouse.catalog.views()] == ["T"]
+    got = stored(warehouse, "T", ["src", "total", "peak"])
+    assert got == {T0: [("a", 3, 2)], T0 + pd.Timedelta(minutes=3): [("a", 12, 5)]}   # 10:06 is incomplete
+    assert warehouse.catalog.get("T").partition_length == 180
+
+
+def test_slide_longer_than_the_partition(warehouse):
+    warehouse.execute(STREAM)
+    data = frame([(m, "a", "b", m - 4) for m in range(1, 13)] + [(m, "c", "d", 2) for m in (2, 3, 9)])
+    warehouse.ingest("M", data)
+    warehouse.execute("CREATE VIEW S2 AS SELECT src, sum(loss) AS total, count(*) AS n, min(loss) AS low "
+                      "FROM M [WINDOW 6 MINUTES SLIDE 2 MINUTES] GROUP BY src")
+    assert warehouse.catalog.get("S2").partition_length == 120
+    expected = {}
+    for stamp, window in window_parts(data, 60, 360, 120):
+        agg = aggregate(window, ["src"])
+        expected[stamp] = rows(agg, ["src", "total", "n", "low"])
+    assert stored(warehouse, "S2", ["src", "total", "n", "low"]) == {k: v for k, v in expected.items() if v}
+    verified(warehouse, "S2")
+
+
+def test_partial_windows_at_the_start_and_a_global_aggregate(warehouse):
+    warehouse.execute(STREAM)
+    data = frame([(0, "a", "b", 2), (1, "a", "b", 3), (3, "c", "d", -1), (6, "c", "d", 10)])
+    warehouse.ingest("M", data)
+    warehouse.execute("CREATE VIEW G AS SELECT count(*) AS n, sum(loss) AS total, max(loss) AS peak "
+                      "FROM M [WINDOW 2 MINUTES]")
+    got = stored(warehouse, "G", ["n", "total", "peak"])
+    assert list(got.values()) == [[(1, 2, 2)], [(2, 5, 3)], [(1, 3, 3)], [(1, -1, -1)], [(1, -1, -1)],
+                                  [(0, None, None)], [(1, 10, 10)]]
+    assert min(got) == T0, "the view starts with the stream, not with its helper blocks"
+    verified(warehouse, "G")
+
+
+def test_double_sums_are_refreshed_and_said_so(warehouse):
+    warehouse.execute("CREATE STREAM D (ts TIMESTAMP, k STRING, v DOUBLE) PARTITION LENGTH 60")
+    data = pd.DataFrame({"ts": [T0 + pd.Timedelta(minutes=m) for m in range(10)], "k": "a",
+                         "v": [0.1, 1e10, -1e10, 0.3, None, 2.5, 0.7, -0.2, 1e-3, 3.0]})
+    warehouse.ingest("D", data)
+    [_, explain] = warehouse.run("CREATE VIEW DV AS SELECT k, sum(v) AS s, avg(v) AS a FROM D [WINDOW 3 MINUTES] "
+                                 "GROUP BY k; EXPLAIN VIEW DV")
+    assert "REFRESH EVERY" in warehouse.catalog.get("DV__sum").definition
+    assert "drift" in explain.detail
+    got = stored(warehouse, "DV", ["s", "a"])
+    for (stamp, window) in window_parts(data.rename(columns={"v": "loss"}), 60, 180, 60):
+        agg = aggregate(window, [])
+        assert close(got[stamp], [(agg["total"][0], agg["mean"][0])], 1e-6), stamp
+
+
+# -- EXPLAIN, lineage, DROP ---------------------------------------------------------------------------
+def test_explain_lineage_and_parts_read_per_max_step(warehouse):
+    warehouse.execute(STREAM)
+    width = 20
+    data = frame([(m, "a", "b", (m * 5) % 13) for m in range(23)])
+    warehouse.ingest("M", data)
+    [_, explain] = warehouse.run(f"CREATE VIEW P AS SELECT src, max(loss) AS peak, sum(loss) AS total, "
+                                 f"percentile_approx(loss, 0.5) AS med FROM M [WINDOW {width} MINUTES] GROUP BY src;"
+                                 f" EXPLAIN VIEW P")
+    assert "holistic" in explain.detail.lower() and "NOT maintained incrementally" in explain.detail
+    warehouse.execute(f"CREATE VIEW Q AS SELECT src, max(loss) AS peak, min(loss) AS low, count(*) AS n "
+                      f"FROM M [WINDOW {width} MINUTES] GROUP BY src")
+    detail = warehouse.run("EXPLAIN VIEW Q")[0].detail
+    for phrase in ("subtractable", "distributive, not subtractable", "dyadic interval synopses", "Q__pre",
+                   "Q__b3 (PARTITION LENGTH 480)", "Parts read per step of Q", "Q__b3[(j-12)/8 .. (j+1)/8-1]",
+                   "Q__sum[j]", "Naive baseline"):
+        assert phrase in detail, phrase
+    assert dyadic_level(width) == 3 and max_block_reads(width) <= 2 * math.log2(width) + 3
+    lineage = warehouse.parts("Q")["lineage"]
+    for text in lineage.iloc[width:]:            # full windows
+        ranges = [r.split("[")[1].rstrip("]") for r in text.split(", ") if not r.startswith("Q__sum")]
+        reads = sum(int(b) - int(a) + 1 if " .. " in r else 1 for r in ranges
+                    for a, b in [r.split(" .. ") if " .. " in r else (r, r)])
+        assert reads <= 2 * math.log2(width) + 3, text
+    full = stored(warehouse, "Q", ["src", "peak", "low", "n"])
+    for stamp, window in window_parts(data, 60, width * 60, 60):
+        assert full[stamp] == rows(aggregate(window, ["src"]), ["src", "peak", "low", "n"])
+    verified(warehouse, "Q")
+    assert warehouse.catalog.get("Q__b1").owner == "Q" and warehouse.catalog.get("Q").origin.startswith("CREATE")
+
+
+def test_drop_cascades_to_helpers_and_helpers_cannot_be_dropped_alone(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.ingest("M", frame([(m, "a", "b", m) for m in range(5)]))
+    warehouse.execute("CREATE VIEW Q AS SELECT src, max(loss) AS peak, sum(loss) AS s FROM M [WINDOW 4 MINUTES] "
+                      "GROUP BY src")
+    assert {d.name for d in warehouse.catalog.views()} == {"Q", "Q__pre", "Q__b1", "Q__sum"}
+    fails(warehouse, "DROP VIEW Q__b1", "Q__b1", "helper view of Q")
+    [result] = warehouse.run("DROP VIEW Q")
+    assert warehouse.catalog.views() == [] and "Q__pre" in result.message
+    warehouse.execute("CREATE VIEW Q AS SELECT src, min(loss) AS low FROM M [WINDOW 4 MINUTES] GROUP BY src")
+    warehouse.execute("DROP STREAM M CASCADE")
+    assert warehouse.catalog.objects == {}
+
+
+# -- errors -----------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def loaded(spark, tmp_path_factory):
+    from viewdf_magic import Warehouse
+    wh = Warehouse(str(tmp_path_factory.mktemp("window_errors") / "wh"), spark=spark, progress=False)
+    wh.execute(STREAM + "; CREATE TABLE owners (src STRING, owner STRING)")
+    wh.ingest("M", frame([(0, "a", "b", 1)]))
+    return wh
+
+
+WINDOW_ERRORS = {
+    "window not a multiple": ("CREATE VIEW V AS SELECT src, sum(loss) FROM M [WINDOW 90 SECONDS] GROUP BY src",
+                              "90 SECONDS", ("WINDOW 90 s is not a multiple", "partition length 60")),
+    "slide not a multiple": ("CREATE VIEW V AS SELECT src, sum(loss) FROM M\n  [WINDOW 1 HOURS SLIDE 30 SECONDS] "
+                             "GROUP BY src", "30 SECONDS", ("SLIDE 30 s is not a multiple",)),
+    "slide longer than window": ("CREATE VIEW V AS\nSELECT src, sum(loss) FROM M [WINDOW 2 MINUTES SLIDE 3 MINUTES] "
+                                 "GROUP BY src", "3 MINUTES", ("longer than the WINDOW",)),
+    "no aggregate, no group by": ("CREATE VIEW V AS\n  SELECT src, loss FROM M [WINDOW 5 MINUTES]", "SELECT src",
+                                  ("must aggregate",)),
+    "column not grouped": ("CREATE VIEW V AS SELECT src, dest, sum(loss) FROM M [WINDOW 5 MINUTES] GROUP BY src",
+                           "dest", ("must be in GROUP BY or inside an aggregate",)),
+    "join": ("CREATE VIEW V AS SELECT src, sum(loss) FROM M [WINDOW 5 MINUTES] JOIN owners USING (src) GROUP BY src",
+             "owners", ("JOIN is not supported",)),
+    "unknown stream": ("CREATE VIEW V AS SELECT sum(loss) FROM Nope [WINDOW 5 MINUTES]", "Nope",
+                       ("unknown stream or view 'Nope'",)),
+    "table": ("CREATE VIEW V AS SELECT count(*) FROM owners [WINDOW 5 MINUTES]", "owners", ("is a table",)),
+    "unknown column": ("CREATE VIEW V AS\nSELECT src, sum(lossy) FROM M [WINDOW 5 MINUTES] GROUP BY src", "lossy",
+                       ("lossy",)),
+    "unknown column after the window": ("CREATE VIEW V AS SELECT src, sum(loss) FROM M [WINDOW 5 MINUTES]\n"
+                                        "WHERE nope > 1 GROUP BY src", "nope", ("nope",)),
+    "bad unit": ("CREATE VIEW V AS SELECT sum(loss) FROM M [WINDOW 5 FORTNIGHTS]", "FORTNIGHTS",
+                 ("expected ']'",)),
+    "two windows": ("CREATE VIEW V AS SELECT sum(loss) FROM M [WINDOW 5 MINUTES] [WINDOW 2 MINUTES]",
+                    ("[", 2), ("only one [WINDOW",)),
+    "order by": ("CREATE VIEW V AS SELECT src, sum(loss) FROM M [WINDOW 5 MINUTES] GROUP BY src ORDER BY src",
+                 ("src", 3), ("ORDER BY is not supported",)),
+    "name taken": ("CREATE VIEW M AS SELECT sum(loss) FROM M [WINDOW 5 MINUTES]", ("M", 1), ("already exists",)),
+}
+
+
+@pytest.mark.parametrize("text, needle, phrases", WINDOW_ERRORS.values(), ids=WINDOW_ERRORS.keys())
+def test_window_errors(loaded, text, needle, phrases):
+    fails(loaded, text, needle, *phrases)
+
+
+# -- the dyadic cover, brute force (no Spark) ------------------------------------------------------
+def test_dyadic_cover_covers_every_window_exactly_with_few_reads():
+    for width in range(1, 70):
+        for slide in sorted({1, 2, 3, 5, 7, width} - {w for w in range(width + 1, 200)}):
+            refs = dyadic_cover(slide, width)
+            texts = [(ref, parse_subscript(Fragment(t, 0, len(t)), {"j"}))
+                     for ref in refs for t in {ref.first.text(), ref.last.text()}]
+            for j in range(-2 * width - 3, 2 * width + 3):
+                last = (j + 1) * slide - 1
+                first = last - width + 1
+                covered, reads = set(), 0
+                for ref in refs:
+                    parts = ref.base_parts(j)
+                    assert parts and min(parts) >= first and max(parts) <= last, (width, slide, j, ref)
+                    covered |= parts
+                    reads += ref.last.evaluate(j) - ref.first.evaluate(j) + 1
+                assert covered == set(range(first, last + 1)), (width, slide, j)
+                assert reads <= max_block_reads(width) <= max(width, 2 * math.log2(width) + 3)
+                for ref, subscript in texts:       # the text the engine evaluates agrees
+                    assert subscript.evaluate({"j": j}) in (ref.first.evaluate(j), ref.last.evaluate(j))
