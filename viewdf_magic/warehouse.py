@@ -7,7 +7,7 @@ import time
 import uuid
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Iterator
+from typing import Iterable, Iterator
 
 import pandas as pd
 from pyspark.errors import PySparkException
@@ -18,12 +18,11 @@ from .catalog.catalog import Catalog
 from .catalog.filesystem import HadoopFileSystem
 from .catalog.model import CATALOG_VIEW, ObjectDef
 from .commands import inspect
+from .commands.window_views import plan_window_view
 from .commands.ingest import IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
 from .errors import ViewDFError
 from .language import statements as st
 from .language.parser import parse
-from .language.source import Fragment
-from .language.statements import DeltaQuery
 from .language.queries import CompiledQuery, RefKind, Scope, compile_query
 from .maintainer.execute import explain_text
 from .maintainer.maintainer import Maintainer, StepReport, resolved_sql
@@ -32,8 +31,6 @@ from .maintainer.views import catalog_lookup
 from .session import embedded_session, prepare
 from .storage.parts import PartStore
 from .timeparts import TimestampLike, format_part, subscript_of
-from .translation import analyze_window, find_window, translate_window
-from .translation.window_plan import affine
 
 
 class MaintenanceWarning(UserWarning):
@@ -317,113 +314,44 @@ class Warehouse:
         self.catalog.commit([{"op": "create", "object": definition.to_json()}])
         return Result(statement, f"Created table {definition.name}.")
 
-    def _run_CreateViewDF(self, statement: st.CreateViewDF) -> Result:
-        definition = self.maintainer.definer.define(statement)
-        try:
-            # Creation and backfill publish together: if any part cannot be computed, nothing is.
-            with self.catalog.transaction():
-                self.catalog.commit([{"op": "create", "object": definition.to_json()}])
-                steps = [] if self.maintenance != "auto" else \
-                    self.maintainer.step(self.catalog.get(definition.name), n=None)
-        except ViewDFError:
-            self.maintainer.forget(definition)
-            self.store.delete_object(definition)
-            raise
-        mine = [s for s in steps if s.view == definition.name]
-        message = f"Created view {definition.name} (PARTITION LENGTH {definition.partition_length})"
-        if mine:
-            message += f"; computed {len(mine)} part(s) up to {mine[-1].part_timestamp:%Y-%m-%d %H:%M:%S}"
-        return Result(statement, message + ".", steps=steps)
+    def _publish(self, views: Iterable[tuple[st.CreateViewDF, dict]]) -> list[StepReport]:
+        """Define each view in turn and publish them all with their backfill, all or nothing.
 
-    def _run_CreateQueryView(self, statement: st.CreateQueryView) -> Result:
-        clause = find_window(statement.query)
-        if clause is None:
-            raise statement.fragment.error(
-                "this view is an ordinary query; automatic translation of pattern queries into ViewDFs is not "
-                "available yet (sliding-window aggregates are: FROM stream [WINDOW 60 MINUTES]). Write it as "
-                "CREATE VIEW name AS INITIALIZE name[i] AS ... UPDATE name[j] AS ...", statement.query.start)
-        self._check_new_name(statement, statement.name)
-        source = self.catalog.get(clause.source.text)
-        if source is None or not source.partitioned:
-            what = f"'{clause.source.text}' is a table, not a stream or view" if source is not None else \
-                f"unknown stream or view '{clause.source.text}'"
-            raise statement.fragment.error(what, clause.source.start, clause.source.end)
-        length = source.partition_length
-        slide = clause.slide or length
-        for value, at, what in ((clause.width, clause.width_at, "WINDOW"), (slide, clause.slide_at, "SLIDE")):
-            if value % length:
-                raise statement.fragment.error(f"{what} {value} s is not a multiple of {source.name}'s partition "
-                                               f"length {length} s", *at)
-        if slide > clause.width:
-            raise statement.fragment.error(f"SLIDE {slide} s is longer than the WINDOW {clause.width} s; a window "
-                                           f"slides by at most its length", *clause.slide_at)
-        query = analyze_window(statement.query, clause)
-        output = self._probe_window(statement, clause, clause.width // length, slide // length, slide)
-        translation = translate_window(statement.name.text, query, source, output)
-        views = translation.views()
-        for view in views[:-1]:
-            if self.catalog.get(view.name) is not None:
-                raise statement.fragment.error(f"'{view.name}' already exists; {statement.name.text} needs that "
-                                               f"name for a helper view", statement.name.start, statement.name.end)
-        helpers = tuple(view.name for view in views[:-1])
+        ``views`` yields (statement, catalog fields to set); it may be a generator whose later
+        statements depend on the views defined before them."""
         defined: list[ObjectDef] = []
-        steps: list[StepReport] = []
         try:
-            # The helpers, the view and their backfill publish together: if any part fails, nothing is.
             with self.catalog.transaction():
-                for view in views:
-                    text = translation.text(view, lambda name: self.catalog.get(name).schema)
-                    [generated] = parse(text)
-                    definition = self.maintainer.definer.define(generated)
-                    if view.role == "final":
-                        definition = replace(definition, origin=statement.fragment.text, notes=translation.notes(),
-                                             sources=(source.name,) + helpers)
-                    else:
-                        definition = replace(definition, origin=statement.fragment.text, owner=statement.name.text,
-                                             notes=f"Helper view of {statement.name.text}: {view.summary}.")
-                    defined.append(definition)
+                for statement, fields in views:
+                    definition = replace(self.maintainer.definer.define(statement), **fields)
                     self.catalog.commit([{"op": "create", "object": definition.to_json()}])
-                if self.maintenance == "auto":
-                    for definition in defined:
-                        steps += self.maintainer.step(self.catalog.get(definition.name), n=None)
+                    defined.append(definition)
+                if self.maintenance != "auto":
+                    return []
+                return [step for d in defined for step in self.maintainer.step(self.catalog.get(d.name), n=None)]
         except ViewDFError:
             for definition in defined:
                 self.maintainer.forget(definition)
                 self.store.delete_object(definition)
             raise
-        mine = [s for s in steps if s.view == statement.name.text]
-        message = (f"Created view {statement.name.text} (PARTITION LENGTH {slide}, {translation.mode} sliding "
-                   f"window" + (f", helpers {', '.join(helpers)}" if helpers else "") + ")")
+
+    def _created(self, statement: st.Statement, name: str, description: str, steps: list[StepReport]) -> Result:
+        mine = [s for s in steps if s.view == name]
+        message = f"Created view {name} ({description})"
         if mine:
             message += f"; computed {len(mine)} part(s) up to {mine[-1].part_timestamp:%Y-%m-%d %H:%M:%S}"
-        return Result(statement, message + ". EXPLAIN VIEW shows how it is maintained.", steps=steps)
+        return Result(statement, message + ".", steps=steps)
 
-    def _probe_window(self, statement: st.CreateQueryView, clause, width: int, slide: int,
-                      length: int) -> StructType:
-        """Check the user's query over the window's parts as a ViewDF (names, columns, types; analysis
-        only) and return its output schema; errors point at the user's text."""
-        source = statement.fragment.source
-        reference = f"[{affine(slide, slide - width)} .. {affine(slide, slide - 1)}]"
-        shift = len(reference) - (clause.end - clause.start)
-        modified = source[:clause.start] + reference + source[clause.end:]
-        query = DeltaQuery("INITIALIZE", statement.name, "j",
-                           Fragment(modified, statement.query.start, statement.query.end + shift))
-        probe = st.CreateViewDF(Fragment(modified, statement.fragment.start, statement.fragment.end + shift),
-                                statement.name, query, replace(query, clause="UPDATE"), None, length, None, False)
+    def _run_CreateViewDF(self, statement: st.CreateViewDF) -> Result:
+        steps = self._publish([(statement, {})])
+        definition = self.catalog.get(statement.name.text)
+        return self._created(statement, definition.name, f"PARTITION LENGTH {definition.partition_length}", steps)
 
-        def back(position: int | None) -> int | None:
-            if position is None or position < clause.start:
-                return position
-            return clause.start if position < clause.start + len(reference) else position - shift
-        try:
-            return self.maintainer.definer.define(probe).schema
-        except ViewDFError as error:
-            if error.text != modified:
-                raise
-            end = back(error.end)
-            start = back(error.position)
-            raise ViewDFError(error.message, text=source, position=start,
-                              end=end if end is None or start is None or end > start else None) from None
+    def _run_CreateQueryView(self, statement: st.CreateQueryView) -> Result:
+        self._check_new_name(statement, statement.name)
+        plan = plan_window_view(statement, self.catalog, self.maintainer.definer)
+        steps = self._publish(plan.statements(self.catalog))
+        return self._created(statement, statement.name.text, plan.description, steps)
 
     def _target(self, statement: st.Statement, name: st.Name) -> ObjectDef:
         return self._require(name.text, ("stream", "table"), statement, name)
