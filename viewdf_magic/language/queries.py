@@ -107,7 +107,7 @@ def compile_query(fragment: Fragment, lookup: Lookup, scope: Scope, variable: st
     part_refs, replacements = _partition_references(fragment, tokens, lookup, allowed, scope,
                                                     defining, prefix)
     first_pass = RewrittenText(fragment, replacements)
-    tree = _parse(first_pass)
+    tree = parse_query(first_pass)
     bare_refs, bare_replacements = _bare_references(first_pass, tree, lookup, scope, defining,
                                                     prefix, len(part_refs))
     rewritten = RewrittenText(fragment, replacements + bare_replacements)
@@ -202,7 +202,8 @@ def _subscripts(fragment: Fragment, open_token: Token, close_token: Token, inner
     return lower, upper
 
 
-def _parse(rewritten: RewrittenText) -> exp.Expression:
+def parse_query(rewritten: RewrittenText) -> exp.Expression:
+    """Parse a rewritten query with sqlglot (Spark dialect); errors point at the user's text."""
     text = rewritten.text
     try:
         trees = [tree for tree in sqlglot.parse(text, read="spark") if tree is not None]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from ..language.queries import _parse
+from ..language.queries import parse_query
 from ..language.source import Fragment, Replacement, RewrittenText
 from ..language.statements import Name
 from ..language.tokens import IDENTIFIER_TYPES, tokenize
@@ -122,7 +122,7 @@ def normalized(node: exp.Expression) -> str:
 def analyze_window(query: Fragment, clause: WindowClause) -> WindowQuery:
     """Parse the query around the window clause and check it has a shape that can be translated."""
     rewritten = RewrittenText(query, [Replacement(clause.start, clause.end, "")])
-    tree = _parse(rewritten)
+    tree = parse_query(rewritten)
     start_error = lambda message: query.error(message, query.start)  # noqa: E731
     if not isinstance(tree, exp.Select):
         raise start_error("a sliding-window query must be a single SELECT ... FROM stream [WINDOW ...] "
