@@ -1,0 +1,45 @@
+"""Every notebook in notebooks/ runs top to bottom on a fresh kernel and shows what its prose promises."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbclient import NotebookClient
+
+NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+
+# What each notebook's text says the reader will see, worked out by hand from its data.
+PROMISES = {
+    "02-writing-viewdfs": [
+        r"10\.0\.0\.1\s+10\.0\.0\.2\s+4\s+71\s+2015-01-01 10:04:00",      # 12+15+24+20, four minutes in a row
+        r"10\.0\.0\.1\s+10\.0\.0\.2\s+163\s+2015-01-01 10:00:00",         # the paper pair's ten-minute total
+        r"10\.0\.0\.3\s+10\.0\.0\.4\s+300\s+2015-01-01 10:00:00",
+        r"2015-01-01 10:02:00\s+10\.0\.0\.1\s+15\s+eu",                   # the band join's two matches
+        r"2015-01-01 10:05:00\s+10\.0\.0\.3\s+30\s+us",
+        r"Totals: all 10 part\(s\) equal their recomputation\.",
+        r"Helper\[23668450\] \(2015-01-01 10:10:00\) UPDATE: 1 rows",
+        r"10\.0\.0\.3\s+10\.0\.0\.4\s+11\s+330",                            # the step's preview: 11 minutes of 30
+    ],
+}
+
+
+def _text(notebook) -> str:
+    return "\n".join(output.get("text", "") + output.get("data", {}).get("text/plain", "")
+                     for cell in notebook.cells for output in cell.get("outputs", []))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_notebook_runs_on_a_fresh_kernel(path, tmp_path):
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    errors = [output for cell in notebook.cells for output in cell.get("outputs", [])
+              if output.get("output_type") == "error"]
+    assert not errors, errors
+    text = _text(notebook)
+    assert "Traceback" not in text
+    for promise in PROMISES[path.stem]:
+        assert re.search(promise, text), promise
