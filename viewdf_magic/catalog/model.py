@@ -19,6 +19,11 @@ class LineageRange:
     first: int
     last: int
 
+    @property
+    def text(self) -> str:
+        """``M[5]`` or ``M[3 .. 7]``."""
+        return f"{self.name}[{self.first}]" if self.first == self.last else f"{self.name}[{self.first} .. {self.last}]"
+
 
 @dataclass(frozen=True)
 class PartMeta:

@@ -14,8 +14,7 @@ PART_COLUMNS = ["name", "part", "part_timestamp", "rows", "compute_seconds", "ho
 
 
 def _lineage_text(meta: PartMeta) -> str:
-    return ", ".join(f"{r.name}[{r.first}]" if r.first == r.last else f"{r.name}[{r.first} .. {r.last}]"
-                     for r in meta.lineage)
+    return ", ".join(r.text for r in meta.lineage)
 
 
 def _stamp(epoch: float) -> pd.Timestamp:

@@ -31,13 +31,7 @@ def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
     """The query text with each placeholder shown as the concrete parts it reads."""
     text = query.sql
     for ref in refs:
-        if ref.first is None or ref.last is None:
-            shown = ref.binding.name
-        elif ref.first == ref.last:
-            shown = f"{ref.binding.name}[{ref.first}]"
-        else:
-            shown = f"{ref.binding.name}[{ref.first} .. {ref.last}]"
-        text = text.replace(ref.binding.placeholder, shown)
+        text = text.replace(ref.binding.placeholder, ref.text)
     return text
 
 
@@ -223,12 +217,10 @@ class Maintainer:
             if ref.first is None or ref.last is None:
                 reports.append(ReferenceReport(ref.binding.text, ref.binding.name, None, None, None))
                 continue
-            shown = f"{ref.binding.name}[{ref.first}]" if ref.first == ref.last else \
-                f"{ref.binding.name}[{ref.first} .. {ref.last}]"
             parts = self.catalog.state(ref.definition.name).parts
             rows = sum(parts[s].rows for s in ref.subscripts if s in parts) if ref.first <= ref.last else 0
             length = ref.definition.partition_length
-            reports.append(ReferenceReport(ref.binding.text, shown, part_start(ref.first, length),
+            reports.append(ReferenceReport(ref.binding.text, ref.text, part_start(ref.first, length),
                                            part_start(ref.last, length), rows))
         return reports
 

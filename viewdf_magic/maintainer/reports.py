@@ -56,7 +56,7 @@ class StepReport:
                 f"{self.how.upper()}: {self.rows} rows in {self.seconds:.3f}s")
 
     def __str__(self) -> str:
-        read = ", ".join(_range_text(r) for r in self.lineage) or "nothing"
+        read = ", ".join(r.text for r in self.lineage) or "nothing"
         return f"{self.title}, read {read}"
 
     def text(self, preview_rows: int = 5) -> str:
@@ -84,6 +84,3 @@ class StepReport:
                 f"<pre>{html.escape(self.sql.strip())}</pre></details>"
                 f"<div>New part:</div>{rows}{plan}</div>")
 
-
-def _range_text(r: LineageRange) -> str:
-    return f"{r.name}[{r.first}]" if r.first == r.last else f"{r.name}[{r.first} .. {r.last}]"

@@ -26,6 +26,13 @@ class ResolvedRef:
     last: int | None = None
 
     @property
+    def text(self) -> str:
+        """The concrete parts, e.g. ``Helper[23668444]``; just the name for tables."""
+        if self.first is None or self.last is None:
+            return self.binding.name
+        return LineageRange(self.binding.name, self.first, self.last).text
+
+    @property
     def subscripts(self) -> range:
         if self.first is None or self.last is None:
             return range(0)

@@ -40,7 +40,6 @@ class PartStore:
         self.fs = fs
         self.cache: OrderedDict[tuple[str, int], DataFrame] = OrderedDict()
         self.cache_size = cache_size
-        self.cache_hits = 0
 
     # -- reading -------------------------------------------------------------------------
     def empty(self, definition: ObjectDef) -> DataFrame:
@@ -50,7 +49,6 @@ class PartStore:
         """The union of the given parts; missing or empty parts contribute nothing."""
         wanted = [s for s in subscripts if s in state.parts and state.parts[s].folders]
         if len(wanted) == 1 and (definition.id, wanted[0]) in self.cache:
-            self.cache_hits += 1
             self.cache.move_to_end((definition.id, wanted[0]))
             return self.cache[(definition.id, wanted[0])]
         folders = [f for s in wanted for f in state.parts[s].folders]
