@@ -18,7 +18,9 @@ from .catalog.catalog import Catalog
 from .catalog.filesystem import HadoopFileSystem
 from .catalog.model import CATALOG_VIEW, ObjectDef
 from .commands import inspect
+from .commands.pattern_views import plan_pattern_view
 from .commands.window_views import plan_window_view
+from .translation.pattern_query import find_pattern
 from .commands.ingest import IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
 from .errors import ViewDFError
 from .language import statements as st
@@ -349,7 +351,11 @@ class Warehouse:
 
     def _run_CreateQueryView(self, statement: st.CreateQueryView) -> Result:
         self._check_new_name(statement, statement.name)
-        plan = plan_window_view(statement, self.catalog, self.maintainer.definer)
+        clause = find_pattern(statement.query)
+        if clause is not None:
+            plan = plan_pattern_view(statement, clause, self.catalog, self.spark)
+        else:
+            plan = plan_window_view(statement, self.catalog, self.maintainer.definer)
         steps = self._publish(plan.statements(self.catalog))
         return self._created(statement, statement.name.text, plan.description, steps)
 

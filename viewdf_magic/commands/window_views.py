@@ -57,9 +57,10 @@ def plan_window_view(statement: CreateQueryView, catalog: Catalog, definer: View
     clause = find_window(statement.query)
     if clause is None:
         raise statement.fragment.error(
-            "this view is an ordinary query; automatic translation of pattern queries into ViewDFs is not "
-            "available yet (sliding-window aggregates are: FROM stream [WINDOW 60 MINUTES]). Write it as "
-            "CREATE VIEW name AS INITIALIZE name[i] AS ... UPDATE name[j] AS ...", statement.query.start)
+            "this view is an ordinary query; only pattern queries (FROM stream PATTERN [a, b+] ...) and "
+            "sliding-window aggregates (FROM stream [WINDOW 60 MINUTES]) are translated into ViewDFs "
+            "automatically. Write it as CREATE VIEW name AS INITIALIZE name[i] AS ... UPDATE name[j] AS ...",
+            statement.query.start)
     source = catalog.get(clause.source.text)
     if source is None or not source.partitioned:
         what = f"'{clause.source.text}' is a table, not a stream or view" if source is not None else \

@@ -1,0 +1,81 @@
+"""CREATE VIEW over ``FROM S PATTERN [...]``: check the query, build its FSM, and yield the ViewDF
+statements of its Helper view and final view for the warehouse to publish."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterator
+
+from pyspark.sql import SparkSession
+from pyspark.sql.utils import AnalysisException
+
+from ..catalog.catalog import Catalog
+from ..catalog.model import ObjectDef
+from ..language.parser import parse
+from ..language.statements import CreateQueryView, CreateViewDF
+from ..maintainer.spark_errors import summary
+from ..translation.pattern_fsm import EVENT, PatternFSM, build_fsm
+from ..translation.pattern_query import PatternClause, analyze_pattern
+from ..translation.pattern_sql import PatternTranslation
+
+
+@dataclass(frozen=True)
+class PatternViewPlan:
+    """A checked pattern query, its FSM and its generated ViewDFs."""
+
+    statement: CreateQueryView
+    source: ObjectDef
+    translation: PatternTranslation
+
+    @property
+    def fsm(self) -> PatternFSM:
+        return self.translation.fsm
+
+    @property
+    def description(self) -> str:
+        labels = ", ".join(v.label for v in self.fsm.variables)
+        return (f"PARTITION LENGTH {self.source.partition_length}, pattern [{labels}] with helper "
+                f"{self.translation.helper}; EXPLAIN VIEW shows its FSM")
+
+    def statements(self, catalog: Catalog) -> Iterator[tuple[CreateViewDF, dict]]:
+        """The Helper's statement, then the final view's, with the catalog fields to set."""
+        name, origin = self.statement.name.text, self.statement.fragment.text
+        [helper] = parse(self.translation.helper_text())
+        yield helper, {"origin": origin, "owner": name,
+                       "notes": f"Helper view of {name}: the runs of its pattern alive after each part."}
+        [final] = parse(self.translation.final_text())
+        yield final, {"origin": origin, "sources": (self.source.name, self.translation.helper),
+                      "notes": f"Pattern view over {self.source.name}; RECOMPUTE is the Direct strategy "
+                               f"(the pattern re-run over the whole history)."}
+
+
+def type_probe(spark: SparkSession, source: ObjectDef):
+    """Type SQL expressions over the stream's columns (qualified ``__ev``) by Spark analysis."""
+    empty = spark.createDataFrame([], source.schema).alias(EVENT)
+
+    def probe(sql: str) -> str:
+        try:
+            return empty.selectExpr(sql).schema[0].dataType.simpleString()
+        except (AnalysisException, Exception) as exc:   # Spark raises several kinds on bad input
+            raise ValueError(summary(exc)) from None
+    return probe
+
+
+def plan_pattern_view(statement: CreateQueryView, clause: PatternClause, catalog: Catalog,
+                      spark: SparkSession) -> PatternViewPlan:
+    """Check a pattern query (positioned errors) and translate it."""
+    source = catalog.get(clause.source.text)
+    if source is None or source.kind != "stream":
+        what = f"'{clause.source.text}' is a {source.kind}; a pattern reads a stream" if source is not None else \
+            f"unknown stream '{clause.source.text}'"
+        raise statement.fragment.error(what, clause.source.start, clause.source.end)
+    query = analyze_pattern(statement.query, clause)
+    columns = [f.name for f in source.schema.fields]
+    probe = type_probe(spark, source)
+    fsm = build_fsm(query, {c.lower(): c for c in columns}, probe)
+    translation = PatternTranslation(statement.name.text, fsm, source.name, source.partition_length,
+                                     source.timestamp_column, columns, probe)
+    if catalog.get(translation.helper) is not None:
+        raise statement.fragment.error(f"'{translation.helper}' already exists; {statement.name.text} needs that "
+                                       f"name for its helper view", statement.name.start, statement.name.end)
+    return PatternViewPlan(statement, source, translation)

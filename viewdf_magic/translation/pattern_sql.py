@@ -1,0 +1,288 @@
+"""Generate the Helper and final ViewDFs of a pattern query from its FSM (Algorithm 2, corrected).
+
+``<view>__helper`` keeps, per group, the runs alive after each part: one column ``s<k>`` per state.
+A state where two runs can never both be worth keeping holds at most one run (a struct); a state
+whose future depends on auxiliary values holds a list (an array of structs, deduplicated by
+dominance). Each part's events are folded in order (fast path without a loop for one event):
+
+* every run tries its self edge and its proceed edge; a new run starts at every event (the paper
+  never restarts a broken run, and filters the new part by the first edge's predicate);
+* among runs in the same state with the same future, the preferred one is kept: the longest
+  (earliest start), then the greediest (earlier Kleene variables took more events);
+* an event no variable can take ends every run (the *killer* prefilter): only the other events
+  are grouped, and for groups that have some, the last killer is looked up.
+
+The final view selects, per group, the preferred run in the accepting state after the group's last
+event of the part (``matched``). Joins compare keys with ``<=>`` (not NATURAL JOIN, which would also
+join on the timestamp) and a new group starts with no runs (not state 0 treated as a value).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from .pattern_direct import direct_sql
+from .pattern_fsm import LENGTH, PatternFSM, render
+
+Field = Callable[[str], str]       # field name -> SQL reading it from a run
+
+
+def quote(name: str) -> str:
+    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
+
+
+@dataclass
+class PatternTranslation:
+    """The ViewDF statements of a pattern query."""
+
+    name: str
+    fsm: PatternFSM
+    stream: str
+    partition_length: int
+    timestamp: str                 # the stream's timestamp column
+    columns: list[str]             # the stream's columns, in schema order
+    type_of: Callable[[str], str]  # types SQL over the stream's columns (see pattern_fsm.TypeProbe)
+
+    @property
+    def helper(self) -> str:
+        return f"{self.name}__helper"
+
+    # -- run structs ---------------------------------------------------------------------------
+    @property
+    def run_fields(self) -> list[tuple[str, str]]:
+        fields = [(LENGTH, "bigint")] + [(self.fsm.entry_field(v), "bigint") for v in self.fsm.entries]
+        return fields + [(aux.name, aux.type) for aux in self.fsm.auxes]
+
+    @property
+    def run_type(self) -> str:
+        return "struct<" + ",".join(f"{quote(n)}:{t}" for n, t in self.run_fields) + ">"
+
+    def slot_type(self, state: int) -> str:
+        return f"array<{self.run_type}>" if self.fsm.many(state) else self.run_type
+
+    def _empty(self, state: int) -> str:
+        return f"CAST(array() AS {self.slot_type(state)})" if self.fsm.many(state) else \
+            f"CAST(NULL AS {self.run_type})"
+
+    def _successor(self, target: int, kind: str, field: Field, event: str) -> str:
+        """The run after ``event`` moves a run (its fields read by ``field``) into ``target``."""
+        values = []
+        for name, kind_ in self.run_fields:
+            values.append(f"'{name}', CAST({self._updated(name, target, kind, field, event)} AS {kind_})")
+        return f"named_struct({', '.join(values)})"
+
+    def _updated(self, name: str, target: int, kind: str, field: Field, event: str) -> str:
+        if name == LENGTH:
+            return f"{field(LENGTH)} + 1"
+        entering = kind == "proceed"
+        for variable in self.fsm.entries:
+            if name == self.fsm.entry_field(variable):
+                return field(LENGTH) if entering and variable.index == target else field(name)
+        aux = next(a for a in self.fsm.auxes if a.name == name)
+        value = f"({render(aux.argument, event=event)})"
+        mine = aux.variable is None or aux.variable.index == target
+        if not mine:
+            return field(name)
+        old = field(name)
+        if aux.kind in ("value", "first"):
+            return value if entering or aux.variable is None else old
+        return {"last": value,
+                "sum": f"coalesce({old} + {value}, {old}, {value})",
+                "count": f"coalesce({old}, 0) + IF({value} IS NULL, 0, 1)",
+                "min": f"least({old}, {value})",
+                "max": f"greatest({old}, {value})"}[aux.kind]
+
+    def _condition(self, target: int, kind: str, run: str, event: str) -> str:
+        edge = self.fsm.edge(target, kind)
+        tests = [f"coalesce({render(p.template, event=event, run=run)}, false)" for p in edge.predicates]
+        return " AND ".join(tests) or "true"
+
+    def _preference(self, field: Field, state: int, entering: bool = False) -> str:
+        """Bigger is preferred: more events (an earlier start), then later entries into the
+        variables after Kleene variables (earlier Kleene variables took more events). ``field``
+        reads a run; with ``entering``, the preference it has once it enters ``state``."""
+        parts = [field(LENGTH)]
+        for variable in self.fsm.entries:
+            if variable.index < state or (variable.index == state and not entering):
+                parts.append(field(self.fsm.entry_field(variable)))
+            elif variable.index == state:
+                parts.append(field(LENGTH))
+        return parts[0] if len(parts) == 1 else "struct(" + ", ".join(parts) + ")"
+
+    def _key(self, run: str, state: int) -> str:
+        return "struct(" + ", ".join(f"{run}.{quote(a.name)}" for a in self.fsm.live(state)) + ")"
+
+    # -- one event -------------------------------------------------------------------------------
+    def step(self, slot: Field, event: str, depth: int = 0) -> str:
+        """The struct of every state's runs after ``event``, given the runs before it (``slot(k)``
+        is the SQL of state k's runs). ``depth`` keeps lambda variable names unique."""
+        fields = [f"'s{v.index}', {self._state_after(v.index, slot, event, depth)}" for v in self.fsm.variables]
+        return f"named_struct({', '.join(fields)})"
+
+    def _zero(self, name: str) -> str:
+        return "CAST(0 AS bigint)" if name == LENGTH else f"CAST(NULL AS {dict(self.run_fields)[name]})"
+
+    def _field(self, run: str) -> Field:
+        return lambda name: f"{run}.{quote(name)}"
+
+    def _state_after(self, target: int, slot: Field, event: str, depth: int) -> str:
+        kleene = self.fsm.variables[target - 1].kleene
+        source = target - 1
+        if not self.fsm.many(target) and (source == 0 or not self.fsm.many(source)):
+            return self._single(target, kleene, slot, event)
+        r, x, y = f"r{depth}", f"x{depth}", f"y{depth}"
+        parts = []
+        if kleene:
+            parts.append(self._moves(target, "self", slot(target), self.fsm.many(target), event, r))
+        if source == 0:
+            parts.append(f"array(IF({self._condition(target, 'proceed', '', event)}, "
+                         f"{self._successor(target, 'proceed', self._zero, event)}, NULL))")
+        else:
+            parts.append(self._moves(target, "proceed", slot(source), self.fsm.many(source), event, r))
+        px, py = self._preference(self._field(x), target), self._preference(self._field(y), target)
+        ordered = (f"array_sort(filter(concat({', '.join(parts)}), {x} -> {x} IS NOT NULL), ({x}, {y}) -> "
+                   f"CASE WHEN {px} > {py} THEN -1 WHEN {px} < {py} THEN 1 ELSE 0 END)")
+        if not self.fsm.many(target):
+            return f"try_element_at({ordered}, 1)"
+        kept, c, k = f"kept{depth}", f"c{depth}", f"k{depth}"
+        return (f"aggregate({ordered}, {self._empty(target)}, ({kept}, {c}) -> IF(exists({kept}, {k} -> "
+                f"{self._key(k, target)} <=> {self._key(c, target)}), {kept}, concat({kept}, array({c}))))")
+
+    def _moves(self, target: int, kind: str, runs: str, many: bool, event: str, r: str) -> str:
+        """Successors in ``target`` of the runs ``runs`` by one edge, as an array."""
+        if many:
+            return (f"transform(filter({runs}, {r} -> {self._condition(target, kind, r, event)}), "
+                    f"{r} -> {self._successor(target, kind, self._field(r), event)})")
+        return (f"array(IF({runs} IS NOT NULL AND {self._condition(target, kind, runs, event)}, "
+                f"{self._successor(target, kind, self._field(runs), event)}, NULL))")
+
+    def _single(self, target: int, kleene: bool, slot: Field, event: str) -> str:
+        """At most one run per state: pick the preferred of (stay, enter) without arrays."""
+        source = target - 1
+        if source == 0:
+            enter_ok = self._condition(target, "proceed", "", event)
+            enter = self._successor(target, "proceed", self._zero, event)
+        else:
+            enter_ok = f"{slot(source)} IS NOT NULL AND {self._condition(target, 'proceed', slot(source), event)}"
+            enter = self._successor(target, "proceed", self._field(slot(source)), event)
+        if not kleene:
+            return f"CASE WHEN {enter_ok} THEN {enter} END"
+        own = slot(target)
+        stay_ok = f"{own} IS NOT NULL AND {self._condition(target, 'self', own, event)}"
+        stay = self._successor(target, "self", self._field(own), event)
+        # a run that stays is older than a new one; otherwise compare where each would stand
+        better = "true" if source == 0 else \
+            (f"{self._preference(self._field(own), target)} >= "
+             f"{self._preference(self._field(slot(source)), target, entering=True)}")
+        return (f"CASE WHEN {stay_ok} AND (NOT ({enter_ok}) OR {better}) THEN {stay} "
+                f"WHEN {enter_ok} THEN {enter} END")
+
+    # -- parts ---------------------------------------------------------------------------------
+    def matched(self, state: str) -> str:
+        """The preferred accepting run, from the final state's runs ``state``."""
+        return f"try_element_at({state}, 1)" if self.fsm.many(self.fsm.final.index) else state
+
+    def _event_struct(self) -> str:
+        ordered = [self.timestamp] + [c for c in self.columns if c != self.timestamp]
+        return "struct(" + ", ".join(quote(c) for c in ordered) + ")"
+
+    def _keys(self, table: str) -> list[str]:
+        return [f"{table}.{quote(k)}" for k in self.fsm.query.keys]
+
+    def _same_key(self, left: str, right: str) -> str:
+        return " AND ".join(f"{left}.{quote(k)} <=> {right}.{quote(k)}" for k in self.fsm.query.keys) or "true"
+
+    def _filter(self) -> str:
+        query = self.fsm.query
+        if query.filter is None:
+            return ""
+        start, end = query.clause.filter_span
+        return f" WHERE {query.fragment.source[start:end]}"
+
+    def helper_query(self, part: str, previous: str | None) -> str:
+        """Helper[part] from the stream's part and, for UPDATE, Helper[previous]."""
+        fsm = self.fsm
+        keys = ", ".join(quote(k) for k in fsm.query.keys)
+        key_list, group = (keys + ", ", f" GROUP BY {keys}") if keys else ("", "")
+        stored = fsm.stored_states()
+        carry = fsm.query.clause.contiguity == "EVENTS"
+        killer = render(fsm.killer, event="") if fsm.killer is not None else None
+        lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e"
+                 + (f", {killer} AS killer" if killer else "") + f" FROM {self.stream}[{part}]{self._filter()})",
+                 f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events"
+                 + (" WHERE NOT killer" if killer else "") + f"{group})"]
+        if previous is None:
+            slots = ", ".join(f"{self._empty(k)} AS s{k}" for k in stored)
+            lines.append(f", joined AS (SELECT {key_list}evs, {slots} FROM live)")
+        elif carry:
+            merged = ", ".join(f"coalesce(live.{quote(k)}, h.{quote(k)}) AS {quote(k)}" for k in fsm.query.keys)
+            slots = ", ".join(f"h.s{k}" for k in stored)
+            lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}coalesce(live.evs, array()) AS evs, "
+                         f"{slots} FROM live FULL OUTER JOIN {self.helper}[{previous}] AS h "
+                         f"ON {self._same_key('live', 'h')})")
+        else:
+            slots = ", ".join(f"h.s{k}" for k in stored)
+            lines.append(f", joined AS (SELECT {', '.join(self._keys('live') + ['live.evs', slots])} FROM live "
+                         f"LEFT JOIN {self.helper}[{previous}] AS h ON {self._same_key('live', 'h')})")
+        if killer:
+            holders = "joined" if carry and previous is not None else "live"
+            lines.append(f", cut AS (SELECT {key_list}max(e) AS last_killer FROM events AS x WHERE killer AND "
+                         f"EXISTS (SELECT 1 FROM {holders} AS y WHERE {self._same_key('x', 'y')}){group})")
+            slots = ", ".join(f"IF(cut.last_killer IS NULL, p.s{k}, {self._empty(k)}) AS s{k}" for k in stored)
+            lines.append(f", prior AS (SELECT {', '.join(self._keys('p'))}{', ' if keys else ''}"
+                         f"filter(p.evs, z -> cut.last_killer IS NULL OR z > cut.last_killer) AS evs, {slots} "
+                         f"FROM joined AS p LEFT JOIN cut ON {self._same_key('p', 'cut')})")
+        else:
+            lines.append(", prior AS (SELECT * FROM joined)")
+        before = {v.index: (f"s{v.index}" if v.index in stored else self._empty(v.index)) for v in fsm.variables}
+        slots = f"named_struct({', '.join(repr(f's{k}') + ', ' + before[k] for k in before)})"
+        empty = f"named_struct({', '.join(repr(f's{k}') + ', ' + self._empty(k) for k in before)})"
+        one = self.step(lambda k: before[k], "evs[0]")
+        fold = f"aggregate(evs, {slots}, (acc, ev) -> {self.step(lambda k: f'acc.s{k}', 'ev', depth=1)})"
+        lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, CASE WHEN size(evs) = 0 THEN "
+                     f"{slots if carry else empty} WHEN size(evs) = 1 THEN {one} ELSE {fold} END AS st FROM prior)")
+        final = fsm.final.index
+        alive = [f"size(st.s{k}) > 0" if fsm.many(k) else f"st.s{k} IS NOT NULL" for k in stored]
+        matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
+        outputs = ", ".join([f"st.s{k} AS s{k}" for k in stored] + [f"{matched} AS matched"])
+        lines.append(f"SELECT {key_list}{outputs} FROM folded\nWHERE {' OR '.join(alive + [f'{matched} IS NOT NULL'])}")
+        return "\n".join(lines)
+
+    def final_query(self, part: str) -> str:
+        outputs = [f"{render(t, run='matched')} AS {quote(name)}" for name, t in self.fsm.outputs]
+        return f"SELECT {', '.join(outputs)}\nFROM {self.helper}[{part}]\nWHERE matched IS NOT NULL"
+
+    def helper_text(self) -> str:
+        return (f"CREATE VIEW {self.helper} AS\nINITIALIZE {self.helper}[i] AS\n{_indent(self.helper_query('i', None))}\n"
+                f"UPDATE {self.helper}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
+                f"PARTITION LENGTH {self.partition_length}")
+
+    def final_text(self) -> str:
+        direct = direct_sql(self.fsm.query, self.stream, self.partition_length, self.timestamp, self.columns,
+                            self.type_of)
+        return (f"CREATE VIEW {self.name} AS\nINITIALIZE {self.name}[i] AS\n{_indent(self.final_query('i'))}\n"
+                f"UPDATE {self.name}[j] AS\n{_indent(self.final_query('j'))}\n"
+                f"RECOMPUTE {self.name}[j] AS\n{_indent(direct)}\n"
+                f"PARTITION LENGTH {self.partition_length}")
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.split("\n"))
+
+
+def aux_rows(fsm: PatternFSM) -> list[dict]:
+    """The auxiliary values for EXPLAIN: name, type, what it holds, which states' futures need it."""
+    rows = [{"value": LENGTH, "type": "bigint", "holds": "events in the run (count(*), longest-run order)",
+             "decides future in states": ""}]
+    for variable in fsm.entries:
+        rows.append({"value": fsm.entry_field(variable), "type": "bigint",
+                     "holds": f"events before the run entered {variable.name} (greedy order)",
+                     "decides future in states": ""})
+    for aux in fsm.auxes:
+        states = sorted(s for s in range(1, len(fsm.variables) + 1) if aux in fsm.live(s))
+        rows.append({"value": aux.name, "type": aux.type, "holds": aux.description,
+                     "decides future in states": ", ".join(fsm.variables[s - 1].name for s in states)})
+    return rows
+
+
