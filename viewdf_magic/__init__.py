@@ -2,6 +2,7 @@
 
 from .errors import ViewDFError
 from .warehouse import MaintenanceWarning, Result, Warehouse
+from .notebook.replay import NetworkStream, Replay, replay  # noqa: F401  (the replay widget)
 
 __all__ = ["MaintenanceWarning", "ViewDFError", "Result", "Warehouse", "load_ipython_extension"]
 __version__ = "0.1.0"

@@ -41,12 +41,32 @@ PAPER_LOSSES = (6, 12, 15, 24, 20, 16, 7, 30, 31, 2)
 SEED = 2015
 
 
-def minute_batch(start: pd.Timestamp, paper_loss: int, pairs: int, rng: random.Random) -> pd.DataFrame:
-    """One minute of measurements: the paper's pair, then ``pairs`` other pairs with random losses."""
-    rows = [(start, *PAPER_PAIR, paper_loss)]
-    rows += [(start + pd.Timedelta(seconds=rng.randrange(60)), f"10.0.1.{k}", f"10.0.2.{k}", rng.randint(0, 30))
-             for k in range(1, pairs + 1)]
-    return pd.DataFrame(rows, columns=["ts", "src", "dest", "loss"])
+def minute_batch(start: pd.Timestamp, paper_loss: int, pairs: int, rng: random.Random,
+                 rows: int | None = None, selectivity: float | None = None) -> pd.DataFrame:
+    """One minute of measurements: the paper's pair, then ``rows`` (default ``pairs``) rows cycling
+    over ``pairs`` other pairs. Their losses are uniform in 0..30, or, with ``selectivity``, above 10
+    (what Helper keeps) with that probability."""
+    def loss() -> int:
+        if selectivity is None:
+            return rng.randint(0, 30)
+        return rng.randint(11, 30) if rng.random() < selectivity else rng.randint(0, 10)
+
+    measurements = [(start, *PAPER_PAIR, paper_loss)]
+    measurements += [(start + pd.Timedelta(seconds=rng.randrange(60)), f"10.0.1.{k}", f"10.0.2.{k}", loss())
+                     for k in (r % pairs + 1 for r in range(pairs if rows is None else rows))]
+    return pd.DataFrame(measurements, columns=["ts", "src", "dest", "loss"])
+
+
+def network_stream(parts: int = 10, pairs: int = 4, selectivity: float | None = None,
+                   rows_per_part: int | None = None, seed: int = SEED) -> pd.DataFrame:
+    """``parts`` minutes of the paper's stream M from 10:00: per minute, the paper's pair (its losses
+    repeat every ten minutes) plus ``rows_per_part - 1`` rows over ``pairs`` other pairs (one row
+    per pair by default); see ``minute_batch``."""
+    rng = random.Random(seed)
+    others = None if rows_per_part is None else rows_per_part - 1
+    return pd.concat([minute_batch(START + pd.Timedelta(minutes=minute), PAPER_LOSSES[minute % len(PAPER_LOSSES)],
+                                   pairs, rng, others, selectivity) for minute in range(parts)],
+                     ignore_index=True)
 
 
 def step_times(steps: list[StepReport]) -> str:

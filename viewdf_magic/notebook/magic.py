@@ -6,12 +6,13 @@ import argparse
 import shlex
 import sys
 
+import pandas as pd
 import pyarrow as pa
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 from IPython.display import display
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
 from ..catalog.filesystem import qualify
@@ -19,7 +20,10 @@ from ..errors import ViewDFError
 from ..language.statements import Query
 from ..maintainer.execute import explain_text
 from ..warehouse import Result, Warehouse
+from .batches import NetworkStream, Source
+from .lineage import LineageViewer
 from .render import ResultView, error_text
+from .replay import Replay
 
 ALL_ROWS_HINT = "Set %config ViewDF.displaylimit = 0 or use -o VAR to get them all."
 
@@ -61,13 +65,16 @@ class ViewDF(Magics):
     @argument("-o", "--out", metavar="VAR",
               help="Store the last rows produced as a Spark DataFrame in the variable VAR.")
     @argument("--explain", action="store_true", help="Also show Spark's logical and physical plans of queries.")
-    def viewdf(self, line: str, cell: str | None = None) -> None:
+    def viewdf(self, line: str, cell: str | None = None) -> Replay | LineageViewer | None:
         """Run ViewDF statements: those of the cell (``%%viewdf``) or the one on the line (``%viewdf``).
 
         With no statement, ``%viewdf [--warehouse PATH]`` tells which warehouse is current.
+        ``%viewdf replay ...`` and ``%viewdf lineage ...`` return a widget.
         """
         if cell is None:
             args, text = split_line(self.viewdf.parser, line)
+            if text.split()[:1] in (["replay"], ["lineage"]):
+                return self._widget(args.warehouse, text)
             text = shortcut(text)
         else:
             args, text = parse_argstring(self.viewdf, line), cell
@@ -84,6 +91,31 @@ class ViewDF(Magics):
             return
         if args.out is not None:
             self._store(args.out, warehouse, last)
+
+    def _widget(self, path: str | None, text: str) -> Replay | LineageViewer | None:
+        """``replay STREAM --from SOURCE ...`` or ``lineage [VIEW]`` on the chosen warehouse."""
+        words = shlex.split(text)
+        parser = WIDGET_PARSERS[words[0]]
+        try:
+            args = parser.parse_args(words[1:])
+        except (argparse.ArgumentError, SystemExit):
+            raise UsageError(parser.format_usage().strip()) from None
+        try:
+            warehouse = self._warehouse(path)
+            if words[0] == "lineage":
+                return LineageViewer(warehouse, args.view, args.width)
+            views = [v.strip() for v in args.views.split(",")] if args.views else None
+            return Replay(warehouse, args.stream, self._source(args), views, args.naive, args.speed)
+        except ViewDFError as error:
+            print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
+            return None
+
+    def _source(self, args: argparse.Namespace) -> Source:
+        """``--from``: ``network`` (the synthetic stream), a DataFrame variable, or a file path."""
+        if args.source == "network":
+            return NetworkStream(args.parts, args.pairs, args.selectivity, args.rows_per_part)
+        value = self.shell.user_ns.get(args.source)
+        return value if isinstance(value, (pd.DataFrame, DataFrame)) else args.source
 
     def _warehouse(self, path: str | None) -> Warehouse:
         """The chosen warehouse, opened once per path, on the user's ``spark`` session if there is one."""
@@ -152,6 +184,29 @@ def shortcut(text: str) -> str:
     target = "ALL" if args.all else (args.view or "")
     count = "" if args.all or args.n is None else str(args.n)
     return " ".join(part for part in ("STEP", target, count, "WITH PLAN" if args.plan else "") if part)
+
+
+def _widget_parsers() -> dict[str, argparse.ArgumentParser]:
+    replay = argparse.ArgumentParser(prog="%viewdf replay", add_help=False, exit_on_error=False)
+    replay.add_argument("stream")
+    replay.add_argument("--from", dest="source", required=True,
+                        help="a DataFrame variable, a CSV/Parquet/JSON path, or 'network' (synthetic)")
+    replay.add_argument("--views", help="comma-separated views to show (default: all reading the stream)")
+    replay.add_argument("--naive", action="store_true", help="also recompute each view part from scratch")
+    replay.add_argument("--speed", type=float, default=2.0, help="at most this many parts per second")
+    defaults = NetworkStream()
+    replay.add_argument("--parts", type=int, default=defaults.parts, help="network: minutes to generate")
+    replay.add_argument("--pairs", type=int, default=defaults.pairs, help="network: other (src, dest) pairs")
+    replay.add_argument("--selectivity", type=float, default=defaults.selectivity,
+                        help="network: share of rows with loss above 10")
+    replay.add_argument("--rows-per-part", type=int, default=defaults.rows_per_part, help="network: rows per minute")
+    lineage = argparse.ArgumentParser(prog="%viewdf lineage", add_help=False, exit_on_error=False)
+    lineage.add_argument("view", nargs="?")
+    lineage.add_argument("--width", type=int, default=48, help="columns shown (12, 24, 48 or 96)")
+    return {"replay": replay, "lineage": lineage}
+
+
+WIDGET_PARSERS = _widget_parsers()
 
 
 def split_line(parser: argparse.ArgumentParser, line: str) -> tuple[argparse.Namespace, str]:

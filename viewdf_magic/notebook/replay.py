@@ -1,0 +1,329 @@
+"""The replay widget: feed a stream into a warehouse one part at a time and watch its views.
+
+Each batch is one part of the stream, ingested with ``Warehouse.ingest`` (which runs incremental
+maintenance). With naive on, every view part the batch computed is also recomputed from scratch
+(``Warehouse.recompute``) and compared with the stored part. Batches run on a worker thread, so
+the kernel keeps handling the controls while a replay plays.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import threading
+import time
+from collections import Counter
+from typing import Hashable, Iterable
+
+import ipywidgets as widgets
+import numpy as np
+import pandas as pd
+
+from ..catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef
+from ..errors import ViewDFError
+from ..maintainer.reports import StepReport
+from ..timeparts import format_part
+from ..warehouse import Warehouse
+from .batches import Batches, NetworkStream, Source
+from .timing_plot import TIMING_COLUMNS, TimingPlot
+
+__all__ = ["NetworkStream", "Replay", "replay", "same_rows"]
+
+DISPLAY_ROWS = 10
+_NAN = object()         # stands for a float NaN, which is not equal to itself
+
+
+def replay(warehouse: Warehouse, stream: str, source: Source, views: Iterable[str] | None = None,
+           naive: bool = False, speed: float = 2.0) -> "Replay":
+    """A replay widget feeding ``source`` into ``stream`` part by part (see ``Replay``)."""
+    return Replay(warehouse, stream, source, views, naive, speed)
+
+
+def same_rows(left: pd.DataFrame, right: pd.DataFrame) -> bool:
+    """Whether two frames hold the same rows as multisets, columns matched by position; NaN equals NaN."""
+    if left.shape[1] != right.shape[1]:
+        return False
+    return Counter(map(_row_key, left.itertuples(index=False))) == \
+        Counter(map(_row_key, right.itertuples(index=False)))
+
+
+def _row_key(values: Iterable) -> tuple:
+    return tuple(_value_key(v) for v in values)
+
+
+def _value_key(value: object) -> Hashable:
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return tuple(_value_key(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, _value_key(v)) for k, v in value.items()))
+    if isinstance(value, float) and math.isnan(value):
+        return _NAN
+    if pd.isna(value):
+        return None
+    return value
+
+
+def parts_read(lineage: Iterable[LineageRange]) -> int:
+    """How many parts a lineage names."""
+    return sum(r.last - r.first + 1 for r in lineage)
+
+
+class Replay:
+    """Replays ``source`` into ``stream`` batch by batch, one stream part per batch.
+
+    ``views`` (default: every view reading the stream, generated helpers left out) are shown and
+    timed; a view's incremental time includes its generated helper views' steps. ``speed`` is at
+    most how many batches per second Play ingests. Batches already in the stream are skipped.
+    """
+
+    def __init__(self, warehouse: Warehouse, stream: str, source: Source, views: Iterable[str] | None = None,
+                 naive: bool = False, speed: float = 2.0) -> None:
+        self.warehouse = warehouse
+        self.batches = Batches(warehouse, stream, source)
+        self.stream = self.batches.definition.name
+        self.views = self._views(views)
+        self.position = self.batches.ingested(warehouse.catalog.state(self.stream).newest)
+        self.error: str | None = None
+        self._rows: list[dict] = []
+        self._status: dict[str, str] = {}
+        self._tables: dict[str, str] = {}
+        self._target = self.position
+        self._stop = threading.Event()
+        self._worker: threading.Thread | None = None
+        self._control = threading.Lock()      # starting and stopping the worker
+        self.plot = TimingPlot()
+        missing = self._without_recompute() if naive else []
+        if missing:
+            raise ViewDFError(f"naive recomputation needs a RECOMPUTE clause; {', '.join(missing)} has none")
+        self._build(naive, speed)
+
+    # -- controls ------------------------------------------------------------------------
+    @property
+    def naive(self) -> bool:
+        return self.naive_box.value
+
+    @property
+    def playing(self) -> bool:
+        return self._worker is not None
+
+    def play(self, until: int | None = None) -> None:
+        """Ingest batches on the worker thread until ``until`` batches are in (default: all)."""
+        self._start(len(self.batches) if until is None else min(until, len(self.batches)))
+
+    def step(self) -> None:
+        """Ingest the next batch on the worker thread (nothing while playing)."""
+        if not self.playing:
+            self._start(self.position + 1)
+
+    def pause(self) -> None:
+        """Stop after the batch being ingested; ``play`` resumes with the next one."""
+        self._stop.set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the worker to stop; False if it still runs after ``timeout`` seconds."""
+        worker = self._worker
+        if worker is not None:
+            worker.join(timeout)
+            return not worker.is_alive()
+        return True
+
+    def reset(self) -> None:
+        """Pause, then drop the stream and the views reading it and create them again, empty,
+        from their definitions; the replay starts over at batch 0."""
+        self.pause()
+        self.wait()
+        catalog = self.warehouse.catalog
+        doomed = sorted(catalog.downstream(self.stream), key=lambda d: d.created)
+        statements = [d.origin or d.definition for d in doomed if d.owner is None]
+        self.warehouse.run(f"DROP STREAM `{self.stream}` CASCADE")
+        for statement in statements:
+            self.warehouse.run(statement)
+        self.views = [catalog.get(v.name) for v in self.views]
+        self.position = self._target = 0
+        self.error = None
+        self._rows, self._status, self._tables = [], {}, {}
+        self._show()
+
+    @property
+    def timings(self) -> pd.DataFrame:
+        """One row per batch and view that computed a view part: the view part, its rows, the
+        incremental and naive seconds and the parts each read, and whether they were equal."""
+        return pd.DataFrame(list(self._rows), columns=TIMING_COLUMNS)
+
+    def _start(self, target: int) -> None:
+        """Run the worker up to ``target`` batches; a running worker just takes the new target."""
+        with self._control:
+            self._target = target
+            self._stop.clear()
+            if self._worker is not None or self.position >= target:
+                return
+            self.error = None
+            self._worker = threading.Thread(target=self._run, name="viewdf-replay", daemon=True)
+            self._worker.start()
+        self._show_controls()
+
+    def _run(self) -> None:
+        try:
+            while self._next_wanted():
+                started = time.perf_counter()
+                self._ingest_next()
+                if self.position < self._target:
+                    self._stop.wait(max(0.0, 1 / self.speed.value - (time.perf_counter() - started)))
+        except Exception as error:      # a worker's exception would be lost: show it, and stop
+            self.error = str(error) if isinstance(error, ViewDFError) else f"{type(error).__name__}: {error}"
+            with self._control:
+                self._worker = None
+                self._show_controls()
+
+    def _next_wanted(self) -> bool:
+        """Whether the worker goes on; deciding to stop and saying so is one step, so a Play
+        arriving meanwhile either keeps this worker going or starts a new one."""
+        with self._control:
+            if self._stop.is_set() or self.position >= self._target:
+                self._worker = None
+                self._show_controls()
+                return False
+            return True
+
+    # -- one batch -----------------------------------------------------------------------
+    def _ingest_next(self) -> None:
+        index = self.position
+        report = self.warehouse.ingest(self.stream, self.batches.frame(index))
+        self.position += 1
+        for view in self.views:
+            row = self._measure(index, view, report.steps)
+            if row is not None:
+                self._rows.append(row)
+        if report.failures:
+            self.error = "; ".join(report.failures)
+        self._show()
+
+    def _measure(self, batch: int, view: ObjectDef, steps: list[StepReport]) -> dict | None:
+        """Time and check the parts of ``view`` that a batch's ``steps`` computed."""
+        own = [s for s in steps if s.view == view.name]
+        if not own:
+            return None
+        helpers = [s for s in steps if self._owner(s.view) == view.key]
+        row = {"batch": batch, "view": view.name, "part": own[-1].subscript,
+               "part_timestamp": own[-1].part_timestamp, "rows": own[-1].rows,
+               "incremental_seconds": sum(s.seconds for s in own + helpers),
+               "incremental_parts_read": sum(parts_read(s.lineage) for s in own + helpers),
+               "naive_seconds": None, "naive_parts_read": None, "equal": None}
+        stored = None
+        if self.naive:
+            row.update(naive_seconds=0.0, naive_parts_read=0, equal=True)
+            for step in own:
+                started = time.perf_counter()
+                fresh = self.warehouse.recompute(view.name, step.part_timestamp)
+                row["naive_seconds"] += time.perf_counter() - started
+                row["naive_parts_read"] += parts_read(self._recompute_lineage(view, step.subscript))
+                stored = self.warehouse.read_part(view.name, step.part_timestamp).drop(columns=PART_TIMESTAMP)
+                row["equal"] = row["equal"] and same_rows(stored, fresh)
+        if stored is None:
+            stored = self.warehouse.read_part(view.name, own[-1].part_timestamp).drop(columns=PART_TIMESTAMP)
+        self._status[view.name] = _status_line(row)
+        self._tables[view.name] = stored.head(DISPLAY_ROWS).to_html(index=False, border=0, classes="dataframe")
+        return row
+
+    def _owner(self, name: str) -> str | None:
+        definition = self.warehouse.catalog.get(name)
+        return definition.owner.lower() if definition is not None and definition.owner else None
+
+    def _recompute_lineage(self, view: ObjectDef, subscript: int) -> tuple[LineageRange, ...]:
+        """The parts the view's RECOMPUTE query reads for part ``subscript``."""
+        maintainer = self.warehouse.maintainer
+        query = maintainer.compiled(self.warehouse.catalog.get(view.name)).recompute
+        return maintainer.timeline.lineage(maintainer.timeline.resolve(query, view, subscript))
+
+    # -- setup ---------------------------------------------------------------------------
+    def _views(self, names: Iterable[str] | None) -> list[ObjectDef]:
+        catalog = self.warehouse.catalog
+        if names is None:
+            return sorted((d for d in catalog.downstream(self.stream)[1:] if d.owner is None), key=lambda d: d.created)
+        views = []
+        for name in names:
+            definition = catalog.get(name)
+            if definition is None or definition.kind != "view":
+                raise ViewDFError(f"no view named '{name}'")
+            views.append(definition)
+        return views
+
+    def _without_recompute(self) -> list[str]:
+        """The views shown that have no RECOMPUTE clause, so no naive baseline."""
+        return [v.name for v in self.views if self.warehouse.maintainer.compiled(v).recompute is None]
+
+    def _naive_toggled(self, change: dict) -> None:
+        missing = self._without_recompute() if change["new"] else []
+        if missing:
+            self.naive_box.value = False
+            self.error = f"naive recomputation needs a RECOMPUTE clause; {', '.join(missing)} has none"
+            self._show_controls()
+
+    # -- the widget ----------------------------------------------------------------------
+    def _build(self, naive: bool, speed: float) -> None:
+        self.play_button = widgets.Button(description="Play", icon="play", layout=widgets.Layout(width="90px"))
+        self.step_button = widgets.Button(description="Step", icon="step-forward", layout=widgets.Layout(width="90px"))
+        self.reset_button = widgets.Button(description="Reset", icon="undo", layout=widgets.Layout(width="90px"),
+                                           tooltip="drop the stream and its views, create them again empty")
+        self.speed = widgets.FloatLogSlider(value=speed, base=10, min=-1, max=2, step=0.1,
+                                            description="parts/s", readout_format=".2g")
+        self.naive_box = widgets.Checkbox(value=naive, description="naive", indent=False,
+                                          layout=widgets.Layout(width="80px"))
+        self.slider = widgets.IntSlider(value=self.position, min=0, max=len(self.batches), description="batches in",
+                                        continuous_update=False, layout=widgets.Layout(width="420px"))
+        self.position_label = widgets.HTML()
+        self.status = widgets.HTML()
+        self.tables = widgets.HTML()
+        self.play_button.on_click(lambda _: self.pause() if self.playing else self.play())
+        self.step_button.on_click(lambda _: self.step())
+        self.reset_button.on_click(lambda _: self.reset())
+        self.slider.observe(self._slide, names="value")
+        self.naive_box.observe(self._naive_toggled, names="value")
+        self.widget = widgets.VBox([
+            widgets.HBox([self.play_button, self.step_button, self.reset_button, self.speed, self.naive_box]),
+            widgets.HBox([self.slider, self.position_label]), self.status, self.tables, self.plot.widget])
+        self._show()
+
+    def _slide(self, change: dict) -> None:
+        """Dragging forward ingests up to there; dragging back resets and replays up to there."""
+        target = change["new"]
+        if target == self.position:       # the worker moving the slider along
+            return
+        if target < self.position:
+            self.reset()
+        self.play(until=target)
+
+    def _show_controls(self) -> None:
+        playing = self.playing
+        self.play_button.description, self.play_button.icon = ("Pause", "pause") if playing else ("Play", "play")
+        self.step_button.disabled = playing or self.position >= len(self.batches)
+        self.slider.value = self.position
+        done, total = self.position, len(self.batches)
+        text = (f"next part {format_part(self.batches.subscripts[done], self.batches.definition.partition_length)}"
+                if done < total else "all parts ingested")
+        note = f" <span style='color: #b00'>{html.escape(self.error)}</span>" if self.error else ""
+        self.position_label.value = f"batch {done} of {total} into {html.escape(self.stream)}, {text}.{note}"
+
+    def _show(self) -> None:
+        self._show_controls()
+        self.status.value = "<br>".join(html.escape(line) for line in self._status.values())
+        self.tables.value = "".join(f"<div><b>{html.escape(name)}</b>, newest part</div>{table}"
+                                    for name, table in self._tables.items())
+        self.plot.update(self.timings)
+
+    def _repr_mimebundle_(self, **kwargs) -> dict:  # type: ignore[no-untyped-def]
+        return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _status_line(row: dict) -> str:
+    """``View2: part 2015-01-01 10:04:00, 1 rows, incremental 0.210 s (1 part read), naive ... ✓ equal``."""
+    line = (f"{row['view']}: part {row['part_timestamp']:%Y-%m-%d %H:%M:%S}, {_count(row['rows'], 'row')}, "
+            f"incremental {row['incremental_seconds']:.3f} s ({_count(row['incremental_parts_read'], 'part')} read)")
+    if row["equal"] is None:
+        return line
+    return (line + f", naive {row['naive_seconds']:.3f} s ({_count(row['naive_parts_read'], 'part')} read) "
+            + ("✓ equal" if row["equal"] else "✗ differs"))
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}{'' if number == 1 else 's'}"
