@@ -23,6 +23,23 @@ PROMISES = {
         r"Helper\[23668450\] \(2015-01-01 10:10:00\) UPDATE: 1 rows",
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+11\s+330",                            # the step's preview: 11 minutes of 30
     ],
+    "03-sliding-windows": [
+        r"SUM\(loss\): subtractable -> running sum",
+        r"MAX\(loss\): distributive, not subtractable -> dyadic interval synopses",
+        # 10:05: Sums__pre reads M[j]; Sums__sum reads itself, the new and the expired minute; Sums reads Sums__sum
+        r"Sums: part 2015-01-01 10:05:00, 2 rows, incremental [\d.]+ s \(5 parts read\), "
+        r"naive [\d.]+ s \(4 parts read\) ✓ equal",
+        # Peaks__pre reads M[j]; Peaks__b1 the block 10:04-10:05 (2); Peaks two blocks and two minutes
+        r"Peaks: part 2015-01-01 10:05:00, 2 rows, incremental [\d.]+ s \(7 parts read\), "
+        r"naive [\d.]+ s \(4 parts read\) ✓ equal",
+        r"every view part equals its recomputation: True",
+        r"10\.0\.0\.1\s+10\.0\.0\.2\s+75\s+18\.75",                 # 15+24+20+16 over 10:02 .. 10:05
+        r"10\.0\.0\.3\s+10\.0\.0\.4\s+62\s+15\.50",                 # 30+1+30+1
+        r"10\.0\.0\.1\s+10\.0\.0\.2\s+24\s+15\n",
+        r"10\.0\.0\.3\s+10\.0\.0\.4\s+30\s+1\n",
+        r"Peaks__b1: \[11834221, 11834222\]",                      # the 2-minute blocks 10:02 and 10:04
+        r"M: \[23668442, 23668443, 23668444, 23668445\]",
+    ],
 }
 
 

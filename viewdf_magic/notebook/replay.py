@@ -145,6 +145,11 @@ class Replay:
         self._show()
 
     @property
+    def status_lines(self) -> list[str]:
+        """Each view's status line: its newest part, rows, times and the naive check."""
+        return list(self._status.values())
+
+    @property
     def timings(self) -> pd.DataFrame:
         """One row per batch and view that computed a view part: the view part, its rows, the
         incremental and naive seconds and the parts each read, and whether they were equal."""
@@ -306,7 +311,7 @@ class Replay:
 
     def _show(self) -> None:
         self._show_controls()
-        self.status.value = "<br>".join(html.escape(line) for line in self._status.values())
+        self.status.value = "<br>".join(html.escape(line) for line in self.status_lines)
         self.tables.value = "".join(f"<div><b>{html.escape(name)}</b>, newest part</div>{table}"
                                     for name, table in self._tables.items())
         self.plot.update(self.timings)
