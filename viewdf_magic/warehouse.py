@@ -18,8 +18,9 @@ from .catalog.catalog import Catalog
 from .catalog.filesystem import HadoopFileSystem
 from .catalog.model import CATALOG_VIEW, ObjectDef
 from .commands import inspect
-from .commands.pattern_views import plan_pattern_view
+from .commands.pattern_views import explain_tables, plan_pattern_view, replan
 from .commands.window_views import plan_window_view
+from .translation.fsm_diagram import fsm_svg
 from .translation.pattern_query import find_pattern
 from .commands.ingest import IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
 from .errors import ViewDFError
@@ -50,6 +51,8 @@ class Result:
     detail: str | None = None             # extra text, e.g. a definition
     steps: list[StepReport] = field(default_factory=list)
     query: CompiledQuery | None = None    # the compiled query behind ``frame``, for error positions
+    figure: str | None = None             # an SVG drawing, e.g. a pattern's FSM
+    tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)   # further titled tables
 
     @property
     def has_rows(self) -> bool:
@@ -129,12 +132,16 @@ class Warehouse:
                 warnings.warn(MaintenanceWarning(failure), stacklevel=2)
             return report
 
-    def recompute(self, view: str, part_timestamp: TimestampLike) -> pd.DataFrame:
-        """The view part containing ``part_timestamp``, computed from scratch."""
+    def recompute(self, view: str, part_timestamp: TimestampLike, scope: int | None = None) -> pd.DataFrame:
+        """The view part containing ``part_timestamp``, computed from scratch (RECOMPUTE). With
+        ``scope``, ranges open below (``S[.. j]``, e.g. a pattern view's Direct strategy) read only
+        their last ``scope`` parts."""
+        if scope is not None and scope < 1:
+            raise ValueError("scope must be at least 1 part")
         with self._lock:
             definition = self._require(view, ("view",))
             subscript = self._subscript(definition, part_timestamp)
-            frame = self.maintainer.recompute(definition, subscript)
+            frame = self.maintainer.recompute(definition, subscript, scope)
             return check_runtime(frame.toPandas, f"recomputing {view}")
 
     def read_part(self, name: str, part_timestamp: TimestampLike) -> pd.DataFrame:
@@ -449,22 +456,34 @@ class Warehouse:
 
     def _run_ExplainView(self, statement: st.ExplainView) -> Result:
         definition = self._require(statement.name.text, ("view",), statement, statement.name)
-        sections = [inspect.describe_text(definition)]
+        sections, figure, tables = [], None, []
+        plan = replan(definition, self.catalog, self.spark)
+        if plan is not None:
+            helper = self.catalog.get(plan.translation.helper)
+            figure, tables = fsm_svg(plan.fsm), explain_tables(plan)
+            sections += [f"{definition.name} is a pattern query, translated into the FSM above, a Helper ViewDF "
+                         f"({helper.name}) that keeps each group's live runs, and a final ViewDF.",
+                         inspect.describe_text(helper), self._next_part(helper)]
+        sections.append(inspect.describe_text(definition))
         if definition.notes:
             sections.append(definition.notes)
+        sections.append(self._next_part(definition))
+        table = self.maintainer.pending()
+        return Result(statement, detail="\n\n".join(sections), table=table[table["view"] == definition.name],
+                      figure=figure, tables=tables)
+
+    def _next_part(self, definition: ObjectDef) -> str:
+        """The next part's resolved query and Spark's logical and physical plans for it."""
         step = self.maintainer.pending_step(definition)
         if step is None:
-            sections.append("Next part: unknown until every source has a part.")
-        else:
-            stamp = format_part(step.subscript, definition.partition_length)
-            state = "ready" if step.ready else "waiting"
-            sections.append(f"Next part: {definition.name}[{step.subscript}] ({stamp}), {step.how.upper()}, {state}.\n"
-                            f"{resolved_sql(step.query, step.refs)}")
-            with self.maintainer.runner.bound(step.query, step.refs, schema=definition.schema,
-                                              clause=step.how.upper()) as frame:
-                sections.append(explain_text(frame, mode="extended").strip())
-        table = self.maintainer.pending()
-        return Result(statement, detail="\n\n".join(sections), table=table[table["view"] == definition.name])
+            return f"Next part of {definition.name}: unknown until every source has a part."
+        stamp = format_part(step.subscript, definition.partition_length)
+        state = "ready" if step.ready else "waiting"
+        with self.maintainer.runner.bound(step.query, step.refs, schema=definition.schema,
+                                          clause=step.how.upper()) as frame:
+            plans = explain_text(frame, mode="extended").strip()
+        return (f"Next part: {definition.name}[{step.subscript}] ({stamp}), {step.how.upper()}, {state}.\n"
+                f"{resolved_sql(step.query, step.refs)}\n\n{plans}")
 
     def _run_Verify(self, statement: st.Verify) -> Result:
         definition = self._require(statement.name.text, ("view",), statement, statement.name)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+import pandas as pd
 from pyspark.sql import SparkSession
 from pyspark.sql.utils import AnalysisException
 
@@ -15,8 +16,8 @@ from ..language.parser import parse
 from ..language.statements import CreateQueryView, CreateViewDF
 from ..maintainer.spark_errors import summary
 from ..translation.pattern_fsm import EVENT, PatternFSM, build_fsm
-from ..translation.pattern_query import PatternClause, analyze_pattern
-from ..translation.pattern_sql import PatternTranslation
+from ..translation.pattern_query import PatternClause, analyze_pattern, find_pattern
+from ..translation.pattern_sql import PatternTranslation, aux_rows
 
 
 @dataclass(frozen=True)
@@ -62,8 +63,9 @@ def type_probe(spark: SparkSession, source: ObjectDef):
 
 
 def plan_pattern_view(statement: CreateQueryView, clause: PatternClause, catalog: Catalog,
-                      spark: SparkSession) -> PatternViewPlan:
-    """Check a pattern query (positioned errors) and translate it."""
+                      spark: SparkSession, new: bool = True) -> PatternViewPlan:
+    """Check a pattern query (positioned errors) and translate it; ``new``: check its helper's
+    name is free."""
     source = catalog.get(clause.source.text)
     if source is None or source.kind != "stream":
         what = f"'{clause.source.text}' is a {source.kind}; a pattern reads a stream" if source is not None else \
@@ -75,7 +77,39 @@ def plan_pattern_view(statement: CreateQueryView, clause: PatternClause, catalog
     fsm = build_fsm(query, {c.lower(): c for c in columns}, probe)
     translation = PatternTranslation(statement.name.text, fsm, source.name, source.partition_length,
                                      source.timestamp_column, columns, probe)
-    if catalog.get(translation.helper) is not None:
+    if new and catalog.get(translation.helper) is not None:
         raise statement.fragment.error(f"'{translation.helper}' already exists; {statement.name.text} needs that "
                                        f"name for its helper view", statement.name.start, statement.name.end)
     return PatternViewPlan(statement, source, translation)
+
+
+def replan(definition: ObjectDef, catalog: Catalog, spark: SparkSession) -> PatternViewPlan | None:
+    """The translation of a pattern view, rebuilt from its CREATE VIEW text (None for other views)."""
+    if not definition.origin or definition.owner:
+        return None
+    statements = parse(definition.origin)
+    statement = statements[0] if len(statements) == 1 else None
+    if not isinstance(statement, CreateQueryView):
+        return None
+    clause = find_pattern(statement.query)
+    if clause is None:
+        return None
+    return plan_pattern_view(statement, clause, catalog, spark, new=False)
+
+
+def explain_tables(plan: PatternViewPlan) -> list[tuple[str, pd.DataFrame]]:
+    """EXPLAIN's tables: states, edges with their predicates, and the runs' auxiliary values."""
+    fsm = plan.fsm
+    states = [{"state": 0, "name": "begin", "kind": "start", "runs kept per group": "-"}]
+    for v in fsm.variables:
+        kind = ("Kleene" if v.kleene else "single") + (", accepting" if v is fsm.final else "")
+        kept = f"several (differ in {', '.join(a.name for a in fsm.live(v.index))})" if fsm.many(v.index) \
+            else "at most one"
+        states.append({"state": v.index, "name": v.label, "kind": kind, "runs kept per group": kept})
+    names = ["begin"] + [v.name for v in fsm.variables]
+    edges = [{"edge": f"E[{e.source}][{e.target}]", "from": names[e.source], "to": names[e.target],
+              "kind": e.kind, "checked at": (f"first {names[e.target]}" if e.kind == "proceed" else
+                                             f"each later {names[e.target]}"),
+              "predicates": e.label} for e in fsm.edges]
+    return [("States", pd.DataFrame(states)), ("Edges", pd.DataFrame(edges)),
+            ("Values each run carries", pd.DataFrame(aux_rows(fsm)))]

@@ -224,13 +224,14 @@ class Maintainer:
                                            part_start(ref.last, length), rows))
         return reports
 
-    def recompute(self, definition: ObjectDef, subscript: int) -> DataFrame:
-        """The view part computed from scratch with the view's RECOMPUTE query."""
+    def recompute(self, definition: ObjectDef, subscript: int, scope: int | None = None) -> DataFrame:
+        """The view part computed from scratch with the view's RECOMPUTE query; ``scope`` limits
+        its open ranges (``X[.. j]``) to their last ``scope`` parts (the Direct strategy's scope)."""
         view = self.compiled(definition)
         if view.recompute is None:
             raise ViewDFError(f"{definition.name} has no RECOMPUTE clause, so it cannot be recomputed "
                               f"from scratch; add RECOMPUTE {definition.name}[j] AS <query>")
-        refs = self.timeline.resolve(view.recompute, definition, subscript)
+        refs = self.timeline.resolve(view.recompute, definition, subscript, scope)
         context = f"recomputing {definition.name}[{subscript}] ({format_part(subscript, definition.partition_length)})"
         with self.runner.bound(view.recompute, refs, context=context, schema=definition.schema,
                                clause="RECOMPUTE") as frame:

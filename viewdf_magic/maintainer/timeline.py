@@ -87,9 +87,11 @@ class Timeline:
                 for d_state in [self.catalog.state(d.name)] if d_state.newest is not None]
         return max(ends) if ends else None
 
-    def resolve(self, query: CompiledQuery, target: ObjectDef | None, subscript: int | None) -> list[ResolvedRef]:
+    def resolve(self, query: CompiledQuery, target: ObjectDef | None, subscript: int | None,
+                scope: int | None = None) -> list[ResolvedRef]:
         """Concrete parts for each binding of ``query``, computing ``target[subscript]``
-        (or an ad hoc query when ``target`` is None)."""
+        (or an ad hoc query when ``target`` is None); ``scope`` limits ranges open below
+        (``X[.. j]``) to their last ``scope`` parts."""
         resolved = []
         for binding in query.bindings:
             if binding.kind is RefKind.CATALOG:
@@ -100,11 +102,11 @@ class Timeline:
                 if target is None or binding.name.lower() != target.key:
                     raise ViewDFError(f"'{binding.name}' no longer exists")
                 definition = target
-            resolved.append(self._resolve_one(binding, definition, query, target, subscript))
+            resolved.append(self._resolve_one(binding, definition, query, target, subscript, scope))
         return resolved
 
     def _resolve_one(self, binding: Binding, definition: ObjectDef, query: CompiledQuery,
-                     target: ObjectDef | None, subscript: int | None) -> ResolvedRef:
+                     target: ObjectDef | None, subscript: int | None, scope: int | None) -> ResolvedRef:
         if binding.kind in (RefKind.TABLE, RefKind.CATALOG):
             return ResolvedRef(binding, definition)
         first = self.start(definition)
@@ -122,6 +124,8 @@ class Timeline:
         last = binding.upper.evaluate(env)
         if binding.lower is None:
             lower = first if first is not None else last + 1
+            if scope is not None:
+                lower = max(lower, last - scope + 1)
         else:
             lower = binding.lower.evaluate(env)
         return ResolvedRef(binding, definition, lower, last)

@@ -58,6 +58,8 @@ class ResultView:
     detail: str | None
     rows: pd.DataFrame | None
     footer: str | None                # the row count, or the notice that rows were cut
+    figure: str | None                # an SVG drawing
+    tables: list[tuple[str, pd.DataFrame]]   # further titled tables
     steps: str | None                 # one line naming the view parts computed...
     reports: list[StepReport]         # ...or their full reports, for a STEP of a few parts
 
@@ -73,12 +75,15 @@ class ResultView:
             footer = (f"Showing the first {len(rows)} rows; more exist. {hint}" if cut else
                       f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
         if isinstance(result.statement, Step) and len(result.steps) <= DETAILED_STEPS:
-            return cls(result.message, result.detail, rows, footer, None, result.steps)
-        return cls(result.message, result.detail, rows, footer, steps_summary(result.steps), [])
+            return cls(result.message, result.detail, rows, footer, result.figure, result.tables, None,
+                       result.steps)
+        return cls(result.message, result.detail, rows, footer, result.figure, result.tables,
+                   steps_summary(result.steps), [])
 
     def text(self) -> str:
         """The plain-text form, as printed by ``viewdf run`` and shown in terminals."""
-        parts = [self.message, self.detail, None if self.rows is None else table_text(self.rows),
+        extra = [f"{title}:\n{table_text(table)}" for title, table in self.tables]
+        parts = [self.message, *extra, self.detail, None if self.rows is None else table_text(self.rows),
                  self.footer, self.steps, *(report.text() for report in self.reports)]
         return "\n".join(part for part in parts if part)
 
@@ -86,6 +91,11 @@ class ResultView:
         parts = []
         if self.message:
             parts.append(f"<div>{html.escape(self.message)}</div>")
+        if self.figure:
+            parts.append(f"<div class='viewdf-figure'>{self.figure}</div>")
+        for title, table in self.tables:
+            parts.append(f"<div><strong>{html.escape(title)}</strong></div>"
+                         + table.to_html(index=False, border=0, classes="dataframe viewdf"))
         if self.detail:
             parts.append(f"<pre>{html.escape(self.detail)}</pre>")
         if self.rows is not None:

@@ -181,9 +181,11 @@ class _Builder:
         """NOT (some variable's every-occurrence single-event conditions hold)."""
         if any(not conditions for conditions in local.values()):
             return None
-        takes = [exp.and_(*[exp.Coalesce(this=c.copy(), expressions=[exp.false()]) for c in conditions])
-                 for conditions in local.values()]
-        return exp.not_(exp.or_(*[exp.paren(t) for t in takes]))
+        takes: dict[str, exp.Expression] = {}
+        for conditions in local.values():
+            take = exp.and_(*[exp.Coalesce(this=c.copy(), expressions=[exp.false()]) for c in conditions])
+            takes.setdefault(take.sql(dialect="spark"), take)
+        return exp.not_(exp.or_(*[exp.paren(t) for t in takes.values()]))
 
     def _text(self, node: exp.Expression) -> str:
         start, end = self.query.position(node)
