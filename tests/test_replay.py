@@ -149,6 +149,9 @@ def test_pause_then_play_resumes_at_the_next_part(network):
     assert list(parts["part"]) == PARTS and list(parts["how"]) == ["ingest"] * 4
     assert list(parts["rows"]) == [2, 2, 2, 2]
     assert list(replay.timings["batch"]) == [0, 1, 2, 3]
+    assert replay.step_button.disabled and replay.position_label.value.endswith("all parts ingested.")
+    replay.step()                                                          # nothing left: nothing happens
+    assert replay.wait(10) and (replay.position, replay.error) == (4, None)
 
 
 def test_play_right_after_pause_is_not_lost(network):

@@ -2,9 +2,10 @@
 
 from .errors import ViewDFError
 from .warehouse import MaintenanceWarning, Result, Warehouse
-from .notebook.replay import NetworkStream, Replay, replay  # noqa: F401  (the replay widget)
+from .notebook.replay import NetworkStream, Replay, replay
 
-__all__ = ["MaintenanceWarning", "ViewDFError", "Result", "Warehouse", "load_ipython_extension"]
+__all__ = ["MaintenanceWarning", "ViewDFError", "Result", "Warehouse", "load_ipython_extension",
+           "NetworkStream", "Replay", "replay"]
 __version__ = "0.1.0"
 
 

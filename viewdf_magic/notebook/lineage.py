@@ -9,6 +9,7 @@ range (scroll with the slider, zoom with the buttons), so hundreds of parts stay
 from __future__ import annotations
 
 import html
+import math
 
 import ipywidgets as widgets
 import pandas as pd
@@ -88,7 +89,7 @@ class LineageViewer:
         if view is not None and (self.view is None or self.view.kind != "view"):
             raise ViewDFError(f"no view named '{view}'")
         self.objects = self._objects()
-        self.base = min(d.partition_length for d in self.objects)       # seconds per column
+        self.base = math.gcd(*(d.partition_length for d in self.objects))      # seconds per column
         self.selected: tuple[str, int] | None = None
         self.highlighted: dict[str, set[int]] = {}
         self.preview_rows: pd.DataFrame | None = None

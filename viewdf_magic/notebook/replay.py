@@ -113,7 +113,7 @@ class Replay:
     def step(self) -> None:
         """Ingest the next batch on the worker thread (nothing while playing)."""
         if not self.playing:
-            self._start(self.position + 1)
+            self._start(min(self.position + 1, len(self.batches)))
 
     def pause(self) -> None:
         """Stop after the batch being ingested; ``play`` resumes with the next one."""
@@ -237,14 +237,15 @@ class Replay:
     def _recompute_lineage(self, view: ObjectDef, subscript: int) -> tuple[LineageRange, ...]:
         """The parts the view's RECOMPUTE query reads for part ``subscript``."""
         maintainer = self.warehouse.maintainer
-        query = maintainer.compiled(self.warehouse.catalog.get(view.name)).recompute
+        query = maintainer.compiled(view).recompute
         return maintainer.timeline.lineage(maintainer.timeline.resolve(query, view, subscript))
 
     # -- setup ---------------------------------------------------------------------------
     def _views(self, names: Iterable[str] | None) -> list[ObjectDef]:
         catalog = self.warehouse.catalog
         if names is None:
-            return sorted((d for d in catalog.downstream(self.stream)[1:] if d.owner is None), key=lambda d: d.created)
+            readers = [d for d in catalog.downstream(self.stream)[1:] if d.owner is None]
+            return sorted(readers, key=lambda d: d.created)
         views = []
         for name in names:
             definition = catalog.get(name)

@@ -56,13 +56,13 @@ class TimingPlot:
             for axis, (title, column, cumulative) in zip(self.axes, PANELS):
                 axis.clear()
                 axis.set_title(title, fontsize=10, loc="left")
-                for view, rows in timings.groupby("view", sort=False):
+                for color, (view, rows) in enumerate(timings.groupby("view", sort=False)):
                     for method in METHODS:
                         values = rows[column.format(method)].astype(float)
                         if values.isna().all():
                             continue
                         axis.plot(rows["batch"].astype(int), values.cumsum() if cumulative else values,
-                                  marker="o", markersize=3, label=f"{view} {method}",
+                                  marker="o", markersize=3, label=f"{view} {method}", color=f"C{color}",
                                   linestyle="-" if method == "incremental" else "--")
                 if axis.lines:
                     axis.legend(fontsize=8, loc="upper left")
