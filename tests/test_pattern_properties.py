@@ -20,12 +20,6 @@ STREAM = "CREATE STREAM M (ts TIMESTAMP, src STRING, x INT, y INT) TIMESTAMP ts 
 OPS = st.sampled_from([">=", "<=", "<>", ">", "<", "="])
 FUNCTIONS = st.sampled_from(["avg", "sum", "count", "min", "max"])
 _names = itertools.count()
-# Shapes the random patterns leave out while a strict-xfail regression test below shows them broken;
-# remove an entry when its regression test passes (then the random patterns cover the whole grammar).
-KNOWN_BROKEN = {
-    "select first",            # d[1].x in SELECT: test_select_first_occurrence
-    "kleene run values",       # WHERE reading other events in a pattern with a Kleene variable:
-}                              # test_fresh_run_with_kleene_values, test_sase_rising_prices_by_company
 
 
 def stream(events: list[tuple]) -> pd.DataFrame:
@@ -74,8 +68,6 @@ def conjunct(draw, variables: tuple, index: int) -> Cmp:
 
     shapes = ["const"] + ["single"] * bool(singles) + ["earlier kleene"] * bool(kleenes) + \
         ["prev", "first", "running"] * kleene
-    if "kleene run values" in KNOWN_BROKEN and any(k for _, k in variables):
-        shapes = ["const"]
     shape = draw(st.sampled_from(shapes))
     if shape == "const":
         return Cmp(draw(OPS), current(draw(st.sampled_from(["x", "x", "y"]))), Const(draw(st.integers(0, 4))))
@@ -110,9 +102,8 @@ def patterns(draw) -> Pattern:
             continue
         optional += [(f"{var}_last", Ref(var, "last", "x")), (f"{var}_cy", Agg("count", var, "y")),
                      (f"{var}_lx", Agg("min", var, "x")), (f"{var}_up", Arith("+", Ref(var, "last", "x"), Const(1)))]
-        if "select first" not in KNOWN_BROKEN:
-            optional += [(f"{var}_first", Ref(var, "first", "x")),
-                         (f"{var}_span", Arith("-", Ref(var, "last", "x"), Ref(var, "first", "x")))]
+        optional += [(f"{var}_first", Ref(var, "first", "x")),
+                     (f"{var}_span", Arith("-", Ref(var, "last", "x"), Ref(var, "first", "x")))]
     picked = draw(st.sets(st.sampled_from(range(len(optional))), max_size=5))
     select = (("src", Ref(None, "cur", "src")), ("n", Agg("count*", None, "")),
               *(optional[i] for i in sorted(picked)))
@@ -177,10 +168,8 @@ def test_paper_example(make_warehouse):
 
 
 
-# KNOWN BUG (FSM translation): IBM's run starts at 12, after a 9 that starts none, so the group has no
-# live run before it; such a fresh run never takes the edge into b (see test_fresh_run_with_kleene_values).
-# Stored: SUN's row only; Direct and the oracle agree on the rows below.
-@pytest.mark.xfail(strict=True, reason="incremental: fresh runs lost in patterns with Kleene run values")
+# IBM's run starts at 12, after a 9 that starts none, so the group has no live run before it
+# (a regression: such a fresh run once never took the edge into b).
 def test_sase_rising_prices_by_company(make_warehouse):
     """The thesis's SASE example: (a, b+) with a.price > 10 AND b[i].price > b[i-1].price, by company."""
     schema = "CREATE STREAM M (ts TIMESTAMP, company STRING, price INT) TIMESTAMP ts PARTITION LENGTH 60"
@@ -278,11 +267,9 @@ def test_input_filter(make_warehouse):
     assert check(make_warehouse(), data, pattern, schema=PAPER) == [{at(3): [(DEST, 4, 50)]}]
 
 
-# KNOWN BUG (FSM translation), minimal case: in a pattern with a Kleene variable whose WHERE reads other
-# events (b[i-1], a[1], ...), a run started while the group has no live run (a new group, or after a
-# part without its events) never advances, in the same part or the next. Groups from the first part
-# (init) are right. Expected below (oracle and Direct agree); stored: init's rows only.
-@pytest.mark.xfail(strict=True, reason="incremental: fresh runs lost in patterns with Kleene run values")
+# Regression: in a pattern with a Kleene variable whose WHERE reads other events (b[i-1], a[1], ...),
+# a run started while the group had no live run (a new group, or after a part without its events)
+# never advanced: the Helper's NULL run list of a new group was not read as an empty one.
 @pytest.mark.parametrize("variables, condition", [
     ((("a", False), ("b", True)), Cmp(">", Ref("b", "i", "loss"), Ref("b", "prev", "loss"))),
     ((("a", True), ("b", False)), Cmp(">", Ref("a", "i", "loss"), Ref("a", "first", "loss")))])
@@ -294,9 +281,8 @@ def test_fresh_run_with_kleene_values(make_warehouse, variables, condition):
         {at(1): [("init", DEST, 2)], at(2): [("new", DEST, 2), ("same", DEST, 2)]}]
 
 
-# KNOWN BUG (pattern_query.find_pattern): occurrence references are only recognized after PATTERN, so
-# d[1].x in SELECT fails with "M has no column 'd'" (last(d.x) works).
-@pytest.mark.xfail(strict=True, reason="d[1].x in SELECT is not recognized")
+# Regression: occurrence references were only recognized after PATTERN, so d[1].x in SELECT failed
+# with "M has no column 'd'".
 def test_select_first_occurrence(make_warehouse):
     pattern = Pattern(*over(10, "ad", "d"), (*PAIR, ("first_d", Ref("d", "first", "loss")),
                                              ("last_d", Ref("d", "last", "loss"))), ("src", "dest"))

@@ -33,9 +33,10 @@ def stored_schema(definition: ObjectDef) -> StructType:
 
 
 class PartStore:
-    """Reads and writes part folders; keeps the most recently written parts in memory."""
+    """Reads and writes part folders; can keep the most recently written parts in memory
+    (``cache_size``, off by default: see docs/benchmarks.md)."""
 
-    def __init__(self, spark: SparkSession, fs: HadoopFileSystem, cache_size: int = 8) -> None:
+    def __init__(self, spark: SparkSession, fs: HadoopFileSystem, cache_size: int = 0) -> None:
         self.spark = spark
         self.fs = fs
         self.cache: OrderedDict[tuple[str, int], DataFrame] = OrderedDict()

@@ -167,7 +167,7 @@ def _occurrence_references(query: Fragment, tokens: list[Token], clause: Pattern
     names = {v.key: v for v in clause.variables}
     cuts: list[Replacement] = []
     for index, token in enumerate(tokens):
-        if token.start < clause.end or token.token_type != TokenType.L_BRACKET or index == 0:
+        if clause.start <= token.start < clause.end or token.token_type != TokenType.L_BRACKET or index == 0:
             continue
         before = tokens[index - 1]
         variable = names.get(before.text.lower()) if before.token_type in IDENTIFIER_TYPES else None

@@ -200,6 +200,12 @@ class PatternTranslation:
         start, end = query.clause.filter_span
         return f" WHERE {query.fragment.source[start:end]}"
 
+    def _previous(self, state: int) -> str:
+        """State ``state``'s runs in Helper[j-1] (``h``); a group new there has none (not NULL)."""
+        if self.fsm.many(state):
+            return f"coalesce(h.s{state}, {self._empty(state)}) AS s{state}"
+        return f"h.s{state}"
+
     def helper_query(self, part: str, previous: str | None) -> str:
         """Helper[part] from the stream's part and, for UPDATE, Helper[previous]."""
         fsm = self.fsm
@@ -217,21 +223,23 @@ class PatternTranslation:
             lines.append(f", joined AS (SELECT {key_list}evs, {slots} FROM live)")
         elif carry:
             merged = ", ".join(f"coalesce(live.{quote(k)}, h.{quote(k)}) AS {quote(k)}" for k in fsm.query.keys)
-            slots = ", ".join(f"h.s{k}" for k in stored)
+            slots = ", ".join(self._previous(k) for k in stored)
             lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}coalesce(live.evs, array()) AS evs, "
                          f"{slots} FROM live FULL OUTER JOIN {self.helper}[{previous}] AS h "
                          f"ON {self._same_key('live', 'h')})")
         else:
-            slots = ", ".join(f"h.s{k}" for k in stored)
+            slots = ", ".join(self._previous(k) for k in stored)
             lines.append(f", joined AS (SELECT {', '.join(self._keys('live') + ['live.evs', slots])} FROM live "
                          f"LEFT JOIN {self.helper}[{previous}] AS h ON {self._same_key('live', 'h')})")
         if killer:
-            holders = "joined" if carry and previous is not None else "live"
+            # only groups with other events (or runs) in this part need their last killer: a semi-join
+            # on the events themselves (broadcast when small) keeps the other killers off the shuffle
+            holders = "joined AS y WHERE" if carry and previous is not None else "events AS y WHERE NOT y.killer AND"
             lines.append(f", cut AS (SELECT {key_list}max(e) AS last_killer FROM events AS x WHERE killer AND "
-                         f"EXISTS (SELECT 1 FROM {holders} AS y WHERE {self._same_key('x', 'y')}){group})")
+                         f"EXISTS (SELECT 1 FROM {holders} {self._same_key('x', 'y')}){group})")
             slots = ", ".join(f"IF(cut.last_killer IS NULL, p.s{k}, {self._empty(k)}) AS s{k}" for k in stored)
             lines.append(f", prior AS (SELECT {', '.join(self._keys('p'))}{', ' if keys else ''}"
-                         f"filter(p.evs, z -> cut.last_killer IS NULL OR z > cut.last_killer) AS evs, {slots} "
+                         f"IF(cut.last_killer IS NULL, p.evs, filter(p.evs, z -> z > cut.last_killer)) AS evs, {slots} "
                          f"FROM joined AS p LEFT JOIN cut ON {self._same_key('p', 'cut')})")
         else:
             lines.append(", prior AS (SELECT * FROM joined)")
@@ -240,8 +248,11 @@ class PatternTranslation:
         empty = f"named_struct({', '.join(repr(f's{k}') + ', ' + self._empty(k) for k in before)})"
         one = self.step(lambda k: before[k], "evs[0]")
         fold = f"aggregate(evs, {slots}, (acc, ev) -> {self.step(lambda k: f'acc.s{k}', 'ev', depth=1)})"
-        lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, CASE WHEN size(evs) = 0 THEN "
-                     f"{slots if carry else empty} WHEN size(evs) = 1 THEN {one} ELSE {fold} END AS st FROM prior)")
+        # LATERAL VIEW binds the runs once: a filter on them is not pushed below it (which would
+        # copy the whole step into the filter once per state)
+        lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st FROM prior LATERAL VIEW explode(array("
+                     f"CASE WHEN size(evs) = 0 THEN {slots if carry else empty} WHEN size(evs) = 1 THEN {one} "
+                     f"ELSE {fold} END)) AS st)")
         final = fsm.final.index
         alive = [f"size(st.s{k}) > 0" if fsm.many(k) else f"st.s{k} IS NOT NULL" for k in stored]
         matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
