@@ -152,6 +152,18 @@ def test_explain_is_a_no_op_for_other_statements(shell):
     assert "Physical Plan" not in text and "(1 row)" in text
 
 
+def test_explain_after_create_view_shows_the_fsm(shell, elsewhere):
+    run(shell, f"%viewdf --warehouse {elsewhere}")
+    text, captured = run(shell, "%%viewdf --explain\n"
+                                "CREATE STREAM S (ts TIMESTAMP, k STRING, x INT) TIMESTAMP ts PARTITION LENGTH 60;\n"
+                                "CREATE VIEW Up AS SELECT k, count(*) AS n FROM S PATTERN [a, b+]\n"
+                                "  WHERE a.x > 0 AND b[i].x > b[i-1].x GROUP BY k")
+    assert "Created view Up" in text and "Edges:" in text and "E[2][2]" in text
+    assert "CREATE VIEW Up__helper AS" in text and "Next part of Up__helper: unknown" in text
+    html = "".join(output.data.get("text/html", "") for output in captured.outputs)
+    assert html.count("<svg") == 1 and "b[i].x &gt; b[i-1].x" in html
+
+
 def test_error_is_one_positioned_message_without_traceback(shell):
     text, captured = run(shell, "%%viewdf\nSHOW VIEWS;\nSELECT src,\n  nope FROM View2")
     assert "Helper" in text  # the statement before the error still shows its rows

@@ -95,3 +95,8 @@ def token_span(token: Token) -> tuple[int, int]:
 def identifier_name(token: Token) -> str:
     """The name an identifier token spells (quotes removed)."""
     return token.text
+
+
+def quote_name(name: str) -> str:
+    """``name`` as a Spark SQL identifier: bare when it is a plain identifier, else backquoted."""
+    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"

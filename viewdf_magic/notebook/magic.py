@@ -17,7 +17,8 @@ from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
 from ..catalog.filesystem import qualify
 from ..errors import ViewDFError
-from ..language.statements import Query
+from ..language.statements import CreateQueryView, CreateViewDF, Query
+from ..language.tokens import quote_name
 from ..maintainer.execute import explain_text
 from ..warehouse import Result, Warehouse
 from .batches import NetworkStream, Source
@@ -64,7 +65,8 @@ class ViewDF(Magics):
               help="Open (or reuse) the warehouse at PATH and make it the current one.")
     @argument("-o", "--out", metavar="VAR",
               help="Store the last rows produced as a Spark DataFrame in the variable VAR.")
-    @argument("--explain", action="store_true", help="Also show Spark's logical and physical plans of queries.")
+    @argument("--explain", action="store_true", help="Also show Spark's logical and physical plans of queries, "
+                                                      "and EXPLAIN VIEW of each view the cell creates.")
     def viewdf(self, line: str, cell: str | None = None) -> Replay | LineageViewer | None:
         """Run ViewDF statements: those of the cell (``%%viewdf``) or the one on the line (``%viewdf``).
 
@@ -133,7 +135,8 @@ class ViewDF(Magics):
         return candidate if isinstance(candidate, SparkSession) else None
 
     def _run(self, warehouse: Warehouse, text: str, explain: bool) -> Result | None:
-        """Show each statement's outcome as it finishes (a query's plans first, with ``explain``).
+        """Show each statement's outcome as it finishes (with ``explain``: a query's plans first, and
+        after a CREATE VIEW its EXPLAIN VIEW).
 
         Return the last Result that produced rows.
         """
@@ -142,6 +145,9 @@ class ViewDF(Magics):
             if explain and isinstance(result.statement, Query):
                 print(explain_text(result.frame, mode="extended"))
             display(ResultView.of(result, self.displaylimit, ALL_ROWS_HINT))
+            if explain and isinstance(result.statement, (CreateViewDF, CreateQueryView)):
+                for shown in warehouse.run(f"EXPLAIN VIEW {quote_name(result.statement.name.text)}"):
+                    display(ResultView.of(shown, self.displaylimit, ALL_ROWS_HINT))
             if result.has_rows:
                 last = result
         return last

@@ -16,12 +16,10 @@ from sqlglot import exp
 
 from ..timeparts import subscript_sql
 from .pattern_query import AGGREGATES, PatternQuery, Variable
+from ..language.tokens import quote_name
 
 TypeOf = Callable[[str], str]      # SQL over columns qualified by __ev (aggregates allowed) -> type
 
-
-def _q(name: str) -> str:
-    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
 
 
 class _Direct:
@@ -37,7 +35,7 @@ class _Direct:
         return f"{stem}{self.lambdas}"
 
     def column(self, node: exp.Column) -> str:
-        return _q(self.names[node.name.lower()])
+        return quote_name(self.names[node.name.lower()])
 
     def bound(self, index: int) -> str:
         """b_index: the position where variable ``index`` starts (m+1: one past the end)."""
@@ -185,7 +183,7 @@ class _Direct:
             if isinstance(item, exp.Column):
                 variable, kind = self.meaning(item)
                 if variable is None and item.name.lower() in keys:
-                    return exp.Var(this=_q(item.name))
+                    return exp.Var(this=quote_name(item.name))
                 return exp.Var(this=f"first(IF(o = {self.bound(variable.index)}, {event(item)}, NULL), true)")
             return item
         return node.transform(visit).sql(dialect="spark")
@@ -195,17 +193,17 @@ def direct_sql(query: PatternQuery, stream: str, partition_length: int, timestam
                type_of: TypeOf, history: str = ".. j", part: str = "j") -> str:
     """A query computing the pattern view's part ``part`` from ``stream[history]`` from scratch."""
     direct = _Direct(query, columns, type_of)
-    keys = [_q(direct.names[k.lower()]) for k in query.keys]
+    keys = [quote_name(direct.names[k.lower()]) for k in query.keys]
     key_list, group = (", ".join(keys) + ", ", " GROUP BY " + ", ".join(keys)) if keys else ("", "")
     same = " AND ".join(f"c.{k} <=> s.{k}" for k in keys) or "true"
-    ordered = ", ".join(_q(c) for c in [timestamp] + [c for c in columns if c != timestamp])
+    ordered = ", ".join(quote_name(c) for c in [timestamp] + [c for c in columns if c != timestamp])
     where = ""
     if query.filter is not None:
         start, end = query.clause.filter_span
         where = f" WHERE {query.fragment.source[start:end]}"
-    outputs = [f"{direct.output(node)} AS {_q(name)}" for name, node in query.items]
+    outputs = [f"{direct.output(node)} AS {quote_name(name)}" for name, node in query.items]
     return "\n".join([
-        f"WITH events AS (SELECT {key_list}struct({ordered}) AS e, {subscript_sql(_q(timestamp), partition_length)} "
+        f"WITH events AS (SELECT {key_list}struct({ordered}) AS e, {subscript_sql(quote_name(timestamp), partition_length)} "
         f"AS part FROM {stream}[{history}]{where})",
         f", seqs AS (SELECT {key_list}array_sort(collect_list(named_struct('e', e, 'part', part))) AS seq "
         f"FROM events{group})",

@@ -24,12 +24,10 @@ from typing import Callable
 
 from .pattern_direct import direct_sql
 from .pattern_fsm import LENGTH, PatternFSM, render
+from ..language.tokens import quote_name
 
 Field = Callable[[str], str]       # field name -> SQL reading it from a run
 
-
-def quote(name: str) -> str:
-    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
 
 
 @dataclass
@@ -56,7 +54,7 @@ class PatternTranslation:
 
     @property
     def run_type(self) -> str:
-        return "struct<" + ",".join(f"{quote(n)}:{t}" for n, t in self.run_fields) + ">"
+        return "struct<" + ",".join(f"{quote_name(n)}:{t}" for n, t in self.run_fields) + ">"
 
     def slot_type(self, state: int) -> str:
         return f"array<{self.run_type}>" if self.fsm.many(state) else self.run_type
@@ -111,7 +109,7 @@ class PatternTranslation:
         return parts[0] if len(parts) == 1 else "struct(" + ", ".join(parts) + ")"
 
     def _key(self, run: str, state: int) -> str:
-        return "struct(" + ", ".join(f"{run}.{quote(a.name)}" for a in self.fsm.live(state)) + ")"
+        return "struct(" + ", ".join(f"{run}.{quote_name(a.name)}" for a in self.fsm.live(state)) + ")"
 
     # -- one event -------------------------------------------------------------------------------
     def step(self, slot: Field, event: str, depth: int = 0) -> str:
@@ -124,7 +122,7 @@ class PatternTranslation:
         return "CAST(0 AS bigint)" if name == LENGTH else f"CAST(NULL AS {dict(self.run_fields)[name]})"
 
     def _field(self, run: str) -> Field:
-        return lambda name: f"{run}.{quote(name)}"
+        return lambda name: f"{run}.{quote_name(name)}"
 
     def _state_after(self, target: int, slot: Field, event: str, depth: int) -> str:
         kleene = self.fsm.variables[target - 1].kleene
@@ -185,13 +183,13 @@ class PatternTranslation:
 
     def _event_struct(self) -> str:
         ordered = [self.timestamp] + [c for c in self.columns if c != self.timestamp]
-        return "struct(" + ", ".join(quote(c) for c in ordered) + ")"
+        return "struct(" + ", ".join(quote_name(c) for c in ordered) + ")"
 
     def _keys(self, table: str) -> list[str]:
-        return [f"{table}.{quote(k)}" for k in self.fsm.query.keys]
+        return [f"{table}.{quote_name(k)}" for k in self.fsm.query.keys]
 
     def _same_key(self, left: str, right: str) -> str:
-        return " AND ".join(f"{left}.{quote(k)} <=> {right}.{quote(k)}" for k in self.fsm.query.keys) or "true"
+        return " AND ".join(f"{left}.{quote_name(k)} <=> {right}.{quote_name(k)}" for k in self.fsm.query.keys) or "true"
 
     def _filter(self) -> str:
         query = self.fsm.query
@@ -209,7 +207,7 @@ class PatternTranslation:
     def helper_query(self, part: str, previous: str | None) -> str:
         """Helper[part] from the stream's part and, for UPDATE, Helper[previous]."""
         fsm = self.fsm
-        keys = ", ".join(quote(k) for k in fsm.query.keys)
+        keys = ", ".join(quote_name(k) for k in fsm.query.keys)
         key_list, group = (keys + ", ", f" GROUP BY {keys}") if keys else ("", "")
         stored = fsm.stored_states()
         carry = fsm.query.clause.contiguity == "EVENTS"
@@ -222,7 +220,7 @@ class PatternTranslation:
             slots = ", ".join(f"{self._empty(k)} AS s{k}" for k in stored)
             lines.append(f", joined AS (SELECT {key_list}evs, {slots} FROM live)")
         elif carry:
-            merged = ", ".join(f"coalesce(live.{quote(k)}, h.{quote(k)}) AS {quote(k)}" for k in fsm.query.keys)
+            merged = ", ".join(f"coalesce(live.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}" for k in fsm.query.keys)
             slots = ", ".join(self._previous(k) for k in stored)
             lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}coalesce(live.evs, array()) AS evs, "
                          f"{slots} FROM live FULL OUTER JOIN {self.helper}[{previous}] AS h "
@@ -261,7 +259,7 @@ class PatternTranslation:
         return "\n".join(lines)
 
     def final_query(self, part: str) -> str:
-        outputs = [f"{render(t, run='matched')} AS {quote(name)}" for name, t in self.fsm.outputs]
+        outputs = [f"{render(t, run='matched')} AS {quote_name(name)}" for name, t in self.fsm.outputs]
         return f"SELECT {', '.join(outputs)}\nFROM {self.helper}[{part}]\nWHERE matched IS NOT NULL"
 
     def helper_text(self) -> str:

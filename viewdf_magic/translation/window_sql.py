@@ -24,12 +24,10 @@ from sqlglot import exp
 from ..catalog.model import ObjectDef
 from .window_plan import Aggregate, BlockRef, affine, classify, dyadic_cover, dyadic_level, max_block_reads
 from .window_query import WindowQuery, normalized
+from ..language.tokens import quote_name
 
 REFRESH_MIN_PARTS = 16
 
-
-def quote(name: str) -> str:
-    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
@@ -140,7 +138,7 @@ class WindowTranslation:
                 columns.append(f"max({argument}) AS __mx{index}")
             if "min" in needs:
                 columns.append(f"min({argument}) AS __mn{index}")
-        source = f"{quote(self.source.name)}[i]" + (f" AS {quote(q.alias)}" if q.alias else "")
+        source = f"{quote_name(self.source.name)}[i]" + (f" AS {quote_name(q.alias)}" if q.alias else "")
         where = f"\nWHERE {q.where.sql(dialect='spark')}" if q.where is not None else ""
         group = f"\nGROUP BY {', '.join(k.sql(dialect='spark') for k in q.keys)}" if q.keys else \
             "\nHAVING count(*) > 0"
@@ -160,7 +158,7 @@ class WindowTranslation:
         level = int(view.name.rsplit("__b", 1)[1])
         keys = self._keys()
         columns = keys + [f"{kind}({column}) AS {column}" for kind, column in self._extremes()]
-        body = (f"SELECT {', '.join(columns)}\nFROM {quote(self.helper('block', level - 1))}[i*2 .. i*2+1]"
+        body = (f"SELECT {', '.join(columns)}\nFROM {quote_name(self.helper('block', level - 1))}[i*2 .. i*2+1]"
                 + self._group_by(keys, "count(*) > 0"))
         return self._statement(view, body, body, None)
 
@@ -186,14 +184,14 @@ class WindowTranslation:
 
     def _sum_text(self, view: GeneratedView, schema_of) -> str:
         keys, state = self._keys(), ["__n"] + self._sums()
-        pre = quote(self.helper("pre"))
+        pre = quote_name(self.helper("pre"))
         group = self._group_by(keys, "sum(__n) > 0") + ("\nHAVING sum(__n) > 0" if keys else "")
         select = f"SELECT {', '.join(keys + self._sum_aggregates())}"
         window = f"{select}\nFROM {pre}[{self.window_range()}]{group}"
         plain = ", ".join(keys + state)
         negated = ", ".join(keys + [f"-{c} AS {c}" for c in state])
         r, W = self.slide, self.width
-        update = (f"{select}\nFROM (SELECT {plain} FROM {quote(view.name)}[j-1]\n"
+        update = (f"{select}\nFROM (SELECT {plain} FROM {quote_name(view.name)}[j-1]\n"
                   f"      UNION ALL SELECT {plain} FROM {pre}[{self._range(0, r - 1)}]\n"
                   f"      UNION ALL SELECT {negated} FROM {pre}[{self._range(-W, r - 1 - W)}]) AS __delta"
                   f"{group}")
@@ -214,19 +212,19 @@ class WindowTranslation:
         if self.subtractable:
             mine = set(["__n"] + self._sums())
             columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
-            branches.append(f"SELECT {', '.join(columns)} FROM {quote(self.helper('sum'))}[j]")
+            branches.append(f"SELECT {', '.join(columns)} FROM {quote_name(self.helper('sum'))}[j]")
         if self.distributive:
             mine = {c for _, c in self._extremes()}
             columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
             for ref in self.cover():
                 branches.append(f"SELECT {', '.join(columns)} FROM "
-                                f"{quote(self.helper('block', ref.level))}[{ref.subscript()}]")
+                                f"{quote_name(self.helper('block', ref.level))}[{ref.subscript()}]")
         kinds = dict((c, kind) for kind, c in self._extremes())
         combined = keys + [f"{kinds.get(c, 'max')}({c}) AS {c}" for c in state]
         union = "\n      UNION ALL ".join(branches)
         inner = (f"SELECT {', '.join(combined)}\n  FROM ({union}) AS __u"
                  + (f"\n  GROUP BY {', '.join(keys)}" if keys else ""))
-        items = [f"CAST({self._rewrite(item)} AS {f.dataType.simpleString()}) AS {quote(f.name)}"
+        items = [f"CAST({self._rewrite(item)} AS {f.dataType.simpleString()}) AS {quote_name(f.name)}"
                  for item, f in zip(self.query.items, self.output.fields)]
         having = self.query.having
         where = f"\nWHERE {self._rewrite(having, having=True)}" if having is not None else ""
@@ -268,7 +266,7 @@ class WindowTranslation:
 
     def _statement(self, view: GeneratedView, initialize: str, update: str, recompute: str | None,
                    refresh: int | None = None) -> str:
-        name = quote(view.name)
+        name = quote_name(view.name)
         text = f"CREATE VIEW {name} AS\nINITIALIZE {name}[{'i' if view.role in ('pre', 'block') else 'j'}] AS\n" \
                f"{initialize}\nUPDATE {name}[{'i' if view.role in ('pre', 'block') else 'j'}] AS\n{update}\n"
         if recompute is not None:
