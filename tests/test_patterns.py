@@ -29,12 +29,20 @@ def minutes(rows: list[tuple[int, str, str, int]]) -> pd.DataFrame:
                         columns=["ts", "src", "dest", "loss"])
 
 
-def paper_warehouse(warehouse):
+def paper_warehouse(warehouse, losses: list[int] = PAPER_LOSSES):
+    """The paper's losses for pair (s, d) and a steady 20 for (t, d), one ingest for all minutes."""
     warehouse.execute(STREAM)
     warehouse.execute(VIEW1)
-    for minute, loss in enumerate(PAPER_LOSSES):
-        warehouse.ingest("M", minutes([(minute, "s", "d", loss), (minute, "t", "d", 20)]))
+    warehouse.ingest("M", minutes([row for minute, loss in enumerate(losses)
+                                   for row in ((minute, "s", "d", loss), (minute, "t", "d", 20))]))
     return warehouse
+
+
+@pytest.fixture(scope="module")
+def paper(spark, tmp_path_factory):
+    """A warehouse with View1 over the paper's losses, shared by the tests that only read it."""
+    from viewdf_magic import Warehouse
+    return paper_warehouse(Warehouse(str(tmp_path_factory.mktemp("paper") / "wh"), spark=spark, progress=False))
 
 
 def rows(frame: pd.DataFrame) -> list[tuple]:
@@ -110,9 +118,8 @@ def _svg_counts(svg: str) -> tuple[int, int, set[str]]:
     return len(nodes), len(edges), texts
 
 
-def test_explain_shows_fsm_tables_viewdfs_and_plans(warehouse):
-    paper_warehouse(warehouse)
-    [result] = warehouse.run("EXPLAIN VIEW View1")
+def test_explain_shows_fsm_tables_viewdfs_and_plans(paper):
+    [result] = paper.run("EXPLAIN VIEW View1")
     nodes, edges, labels = _svg_counts(result.figure)
     assert (nodes, edges) == (5, 5)                      # begin, a, b, c, d+; four proceed edges, one self loop
     assert labels == {"begin", "a", "b", "c", "d+"}
@@ -147,15 +154,15 @@ def test_own_svg_and_graphviz_draw_the_same_machine(warehouse):
         assert (nodes, edges, labels) == (4, 4, {"begin", "a", "b+", "c"})
 
 
-def test_generated_viewdfs_round_trip_as_hand_written_views(make_warehouse):
-    translated = paper_warehouse(make_warehouse("translated"))
+def test_generated_viewdfs_round_trip_as_hand_written_views(paper, make_warehouse):
+    translated = paper
     texts = [translated.catalog.get(name).definition for name in ("View1__helper", "View1")]
     by_hand = make_warehouse("by_hand")
     by_hand.execute(STREAM)
     for text in texts:
         by_hand.execute(text)
-    for minute, loss in enumerate(PAPER_LOSSES):
-        by_hand.ingest("M", minutes([(minute, "s", "d", loss), (minute, "t", "d", 20)]))
+    by_hand.ingest("M", minutes([row for minute, loss in enumerate(PAPER_LOSSES)
+                                 for row in ((minute, "s", "d", loss), (minute, "t", "d", 20))]))
     for minute in range(len(PAPER_LOSSES)):
         stamp = START + pd.Timedelta(minutes=minute)
         assert rows(by_hand.read_part("View1", stamp)) == rows(translated.read_part("View1", stamp))
@@ -163,8 +170,8 @@ def test_generated_viewdfs_round_trip_as_hand_written_views(make_warehouse):
         ("s", "d", START + pd.Timedelta(minutes=1), 5, 87, 24), ("t", "d", START, 6, 120, 20)]
 
 
-def test_direct_scope_reads_only_the_last_parts(warehouse):
-    paper_warehouse(warehouse)
+def test_direct_scope_reads_only_the_last_parts(paper):
+    warehouse = paper
     stamp = START + pd.Timedelta(minutes=5)
     assert rows(warehouse.recompute("View1", stamp)) == rows(warehouse.read_part("View1", stamp))
     # with 4 parts of history the runs start at 10:02: (s: 15+24+20+16) and (t: 4 x 20)
@@ -176,7 +183,7 @@ def test_direct_scope_reads_only_the_last_parts(warehouse):
 
 
 def test_drop_removes_the_helper_and_the_helper_cannot_be_dropped_alone(warehouse):
-    paper_warehouse(warehouse)
+    paper_warehouse(warehouse, PAPER_LOSSES[:5])
     with pytest.raises(Exception) as caught:
         warehouse.execute("DROP VIEW View1__helper")
     assert "View1" in str(caught.value)
