@@ -13,6 +13,26 @@ NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
 
 # What each notebook's text says the reader will see, worked out by hand from its data.
 PROMISES = {
+    "01-quickstart": [
+        r"E\[4\]\[4\]\s+d\s+d\s+self\s+each later d\s+d\.loss > 10",       # EXPLAIN: d+'s self loop
+        r"CREATE VIEW View1__helper AS\nINITIALIZE View1__helper\[i\] AS",
+        r"10\.0\.0\.1\s+10\.0\.0\.2\s+6\n",                                  # the paper's losses start 6, 12
+        r"Button\(description='Play'",                                         # the replay widget
+        # 10:05: the helper reads M[j] and its previous part, View1 the helper's part; Direct all of M
+        r"View1: part 2015-01-01 10:05:00, 1 row, incremental [\d.]+ s \(3 parts read\), "
+        r"naive [\d.]+ s \(7 parts read\) ✓ equal",
+        r"every part of View1 equals its recomputation: True",
+        r"(Image\(value=b'\\x89PNG|Canvas\()",                                 # the timing plot
+        r"2015-01-01 10:03:00\s+10\.0\.1\.2\s+10\.0\.2\.2\s+2015-01-01 10:00:40\s+4\s+89\s+29",  # 20+20+20+29
+        r"2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+2015-01-01 10:01:00\s+4\s+71\s+24",  # 12+15+24+20
+        r"2015-01-01 10:04:00\s+10\.0\.1\.2\s+10\.0\.2\.2\s+2015-01-01 10:00:40\s+5\s+108\s+29",
+        r"2015-01-01 10:05:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+2015-01-01 10:01:00\s+5\s+87\s+24",  # +16
+        # the helper after 10:05: the paper's pair has a run in each state; 10.0.1.2's loss of 1 killed its runs
+        r"10\.0\.0\.1\s+10\.0\.0\.2\s+2015-01-01 10:05:00\s+2015-01-01 10:04:00\s+"
+        r"2015-01-01 10:03:00\s+2015-01-01 10:01:00\n",
+        r"10\.0\.1\.1\s+10\.0\.2\.1\s+2015-01-01 10:05:27\s+2015-01-01 10:04:08\s+2015-01-01 10:03:32\s+NaT",
+        r"View1: all 6 part\(s\) equal their recomputation\.",
+    ],
     "02-writing-viewdfs": [
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+4\s+71\s+2015-01-01 10:04:00",      # 12+15+24+20, four minutes in a row
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+163\s+2015-01-01 10:00:00",         # the paper pair's ten-minute total
@@ -43,6 +63,12 @@ PROMISES = {
 }
 
 
+# What the notebooks' HTML outputs must hold (drawings have no text/plain form).
+HTML_PROMISES = {
+    "01-quickstart": [r"<svg[^>]*>.*>begin<.*>d\+<.*</svg>"],     # EXPLAIN VIEW's FSM diagram
+}
+
+
 def _text(notebook) -> str:
     return "\n".join(output.get("text", "") + output.get("data", {}).get("text/plain", "")
                      for cell in notebook.cells for output in cell.get("outputs", []))
@@ -60,3 +86,7 @@ def test_notebook_runs_on_a_fresh_kernel(path, tmp_path):
     assert "Traceback" not in text
     for promise in PROMISES[path.stem]:
         assert re.search(promise, text), promise
+    markup = "\n".join(output.get("data", {}).get("text/html", "")
+                       for cell in notebook.cells for output in cell.get("outputs", []))
+    for promise in HTML_PROMISES.get(path.stem, []):
+        assert re.search(promise, markup, re.DOTALL), promise
