@@ -208,8 +208,9 @@ def direct_sql(query: PatternQuery, stream: str, partition_length: int, timestam
         f", seqs AS (SELECT {key_list}array_sort(collect_list(named_struct('e', e, 'part', part))) AS seq "
         f"FROM events{group})",
         f", ending AS (SELECT DISTINCT {key_list}1 AS one FROM {stream}[{part}]{where})",
-        f", found AS (SELECT {key_list}seq, {direct.search()} AS b FROM seqs AS s "
-        f"WHERE EXISTS (SELECT 1 FROM ending AS c WHERE {same}))",
+        # the search is bound once by LATERAL VIEW: a filter on b is not pushed below it as a copy
+        f", found AS (SELECT {key_list}seq, b FROM (SELECT * FROM seqs AS s WHERE EXISTS (SELECT 1 FROM ending AS c "
+        f"WHERE {same})) AS t LATERAL VIEW explode(array({direct.search()})) AS b)",
         f", matched AS (SELECT {key_list}seq, b, pos + 1 AS o, x FROM found LATERAL VIEW posexplode(seq) AS pos, x "
         f"WHERE b IS NOT NULL AND pos + 1 >= element_at(b, 1))",
         f"SELECT {', '.join(outputs)} FROM matched{group}",
