@@ -154,7 +154,10 @@ def _launch(playwright):  # type: ignore[no-untyped-def]
         return playwright.chromium.launch(executable_path=executable, headless=True, timeout=120_000,
                                           args=["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"])
     except Exception as error:  # noqa: BLE001 (any failure to start the browser)
-        pytest.skip(f"headless Chromium ({executable}) did not start: {str(error).splitlines()[0]}")
+        lines = str(error).splitlines()
+        said = [line.split("[err]", 1)[1].strip() for line in lines if "[err]" in line and "<" not in line]
+        pytest.skip(f"headless Chromium ({executable}) did not start: {lines[0] if lines else error}"
+                    + (f"; it said: {' | '.join(dict.fromkeys(said))[:500]}" if said else ""))
 
 
 def _copy_notebook(root: Path) -> str:
@@ -188,35 +191,33 @@ def test_quickstart_in_jupyterlab_with_chromium(tmp_path):
     pytest.importorskip("jupyterlab", reason="jupyterlab is not installed (pip install -e '.[test]')")
     ARTIFACTS.mkdir(exist_ok=True)
     path = _copy_notebook(tmp_path)
-    lab = Lab(tmp_path)
-    try:
-        lab.wait_ready()
-        with sync_api.sync_playwright() as playwright:
-            browser = _launch(playwright)
+    with sync_api.sync_playwright() as playwright:
+        browser = _launch(playwright)         # first: without a browser, skip before starting JupyterLab
+        lab = Lab(tmp_path)
+        try:
+            lab.wait_ready()
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_default_timeout(PAGE_LOAD * 1000)
+            page.goto(f"{lab.url}/lab/tree/{path}", wait_until="domcontentloaded")
             try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.set_default_timeout(PAGE_LOAD * 1000)
-                page.goto(f"{lab.url}/lab/tree/{path}", wait_until="domcontentloaded")
-                try:
-                    page.wait_for_function(
-                        "() => { const p = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
-                        " const k = p && p.sessionContext && p.sessionContext.session"
-                        " && p.sessionContext.session.kernel; return k && k.status === 'idle'; }",
-                        timeout=PAGE_LOAD * 1000, polling=1000)
-                except sync_api.TimeoutError:
-                    page.screenshot(path=str(ARTIFACTS / "01-quickstart-not-ready.png"))
-                    pytest.fail(f"the notebook or its kernel was not ready within {PAGE_LOAD} s "
-                                f"(screenshot in test-artifacts/):\n{_tail(lab.log)}")
-                try:
-                    progress = _run_all(page)
-                finally:
-                    page.screenshot(path=str(ARTIFACTS / "01-quickstart-lab.png"), full_page=True)
-                assert progress["cells"] >= 10, progress
-                _check_widgets(page, sync_api.TimeoutError)
+                page.wait_for_function(
+                    "() => { const p = window.jupyterapp && window.jupyterapp.shell.currentWidget;"
+                    " const k = p && p.sessionContext && p.sessionContext.session"
+                    " && p.sessionContext.session.kernel; return k && k.status === 'idle'; }",
+                    timeout=PAGE_LOAD * 1000, polling=1000)
+            except sync_api.TimeoutError:
+                page.screenshot(path=str(ARTIFACTS / "01-quickstart-not-ready.png"))
+                pytest.fail(f"the notebook or its kernel was not ready within {PAGE_LOAD} s "
+                            f"(screenshot in test-artifacts/):\n{_tail(lab.log)}")
+            try:
+                progress = _run_all(page)
             finally:
-                browser.close()
-    finally:
-        lab.stop()
+                page.screenshot(path=str(ARTIFACTS / "01-quickstart-lab.png"), full_page=True)
+            assert progress["cells"] >= 10, progress
+            _check_widgets(page, sync_api.TimeoutError)
+        finally:
+            browser.close()
+            lab.stop()
 
 
 def _check_widgets(page, timeout_error) -> None:  # type: ignore[no-untyped-def]
