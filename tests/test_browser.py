@@ -241,7 +241,10 @@ def _check_widgets(page, timeout_error) -> None:  # type: ignore[no-untyped-def]
     assert "View1: part 2015-01-01 10:05:00" in status.inner_text()
     size = plot.evaluate("e => e.tagName === 'IMG' ? [e.naturalWidth, e.naturalHeight] : [e.width, e.height]")
     assert size[0] > 200 and size[1] > 200, f"the timing plot is {size[0]}x{size[1]} pixels"
-    assert page.locator(".viewdf-figure svg").first.is_visible()      # EXPLAIN VIEW's FSM diagram
+    figure = page.locator(".viewdf-figure svg").first                 # EXPLAIN VIEW's FSM diagram
+    figure.scroll_into_view_if_needed()
+    assert figure.is_visible() and figure.bounding_box()["width"] > 100
+    figure.screenshot(path=str(ARTIFACTS / "01-quickstart-fsm.png"))
     buttons["Play"].scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "01-quickstart-replay.png"))
     plot.screenshot(path=str(ARTIFACTS / "01-quickstart-timing-plot.png"))
