@@ -58,10 +58,12 @@ def main() -> None:
     parser.add_argument("--selectivity", type=float, default=0.1)
     parser.add_argument("--scopes", type=int, nargs="+", default=[5, 20, 100])
     parser.add_argument("--window", type=int, default=5, help="steps per median around each checkpoint")
+    parser.add_argument("--cache", type=int, default=0, help="PartStore.cache_size: recent parts kept in memory")
     args = parser.parse_args()
     spark = bench_session()
     root = tempfile.mkdtemp(prefix="viewdf-patterns-")
     wh = Warehouse(f"{root}/wh", spark, progress=False)
+    wh.store.cache_size = args.cache
     wh.execute(VIEW1)
     generated: list[float] = []
     hand: list[float] = []

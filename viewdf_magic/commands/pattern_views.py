@@ -8,7 +8,7 @@ from typing import Iterator
 
 import pandas as pd
 from pyspark.sql import SparkSession
-from pyspark.sql.utils import AnalysisException
+from pyspark.errors import PySparkException
 
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef
@@ -57,7 +57,7 @@ def type_probe(spark: SparkSession, source: ObjectDef):
     def probe(sql: str) -> str:
         try:
             return empty.selectExpr(sql).schema[0].dataType.simpleString()
-        except (AnalysisException, Exception) as exc:   # Spark raises several kinds on bad input
+        except PySparkException as exc:
             raise ValueError(summary(exc)) from None
     return probe
 

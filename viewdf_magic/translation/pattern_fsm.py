@@ -282,8 +282,6 @@ class _Builder:
                 return self._aux("last", variable, value, column)
             raise self.query.error(f"{variable.name}[..i-1] must be inside an aggregate, e.g. "
                                    f"avg({variable.name}[..i-1].{column.name})", column)
-        if context != "select" and owner is not None and variable.index > owner.index:
-            raise AssertionError("a condition belongs to its latest variable")
         if not variable.kleene:
             return self._aux("value", variable, value, column)
         if kind == "first":
