@@ -191,3 +191,37 @@ def test_drop_removes_the_helper_and_the_helper_cannot_be_dropped_alone(warehous
     assert warehouse.catalog.get("View1") is None and warehouse.catalog.get("View1__helper") is None
     warehouse.execute(VIEW1)        # the names are free again; the view is backfilled
     assert rows(warehouse.read_part("View1", START + pd.Timedelta(minutes=4)))[0][3:5] == (4, 71)
+
+
+def test_paper_bugs_first_edge_filter_and_natural_join(warehouse):
+    """Regressions for two of the paper's translation bugs, in one warehouse:
+    * Algorithm 2 keeps only new events passing the first edge's predicate (a.loss > 10), so a
+      b with loss 3 could never extend a run;
+    * it joins the new part with Helper[j-1] by NATURAL JOIN, which also equates the timestamps,
+      so a run could never continue into a part whose event has another timestamp."""
+    warehouse.execute(STREAM)
+    warehouse.execute("CREATE VIEW Drop AS SELECT src, a.loss AS high, b.loss AS low FROM M PATTERN [a, b] "
+                      "WHERE a.loss > 10 AND b.loss < 5 GROUP BY src")
+    warehouse.execute("CREATE VIEW Pair AS SELECT src, a.ts AS first, b.ts AS second FROM M PATTERN [a, b] "
+                      "WHERE a.loss > 10 AND b.loss > 10 GROUP BY src")
+    batch = pd.DataFrame({"ts": [START + pd.Timedelta(seconds=5), START + pd.Timedelta(seconds=90),
+                                 START + pd.Timedelta(seconds=7), START + pd.Timedelta(seconds=95)],
+                          "src": ["s", "s", "t", "t"], "dest": "d", "loss": [12, 3, 11, 14]})
+    warehouse.ingest("M", batch)
+    minute = START + pd.Timedelta(minutes=1)
+    assert rows(warehouse.read_part("Drop", minute)) == [("s", 12, 3)]
+    assert rows(warehouse.read_part("Pair", minute)) == [
+        ("t", START + pd.Timedelta(seconds=7), START + pd.Timedelta(seconds=95))]
+    assert rows(warehouse.read_part("Drop", START)) == [] and rows(warehouse.read_part("Pair", START)) == []
+
+
+@pytest.mark.parametrize("contiguity, expected", [("PARTS", [(2, 24)]), ("EVENTS", [(4, 48)])])
+def test_global_pattern_without_group_by(warehouse, contiguity, expected):
+    """Without GROUP BY the whole stream is one sequence; with CONTIGUITY EVENTS the empty
+    minute 10:02 does not break the run."""
+    warehouse.execute(STREAM)
+    warehouse.execute(f"CREATE VIEW G AS SELECT count(*) AS n, sum(loss) AS total FROM M PATTERN [a, b+] "
+                      f"WHERE a.loss > 10 AND b.loss > 10 CONTIGUITY {contiguity}")
+    warehouse.ingest("M", minutes([(0, "s", "d", 12), (1, "t", "d", 12), (3, "s", "d", 11), (4, "u", "e", 13)]))
+    assert rows(warehouse.read_part("G", START + pd.Timedelta(minutes=1))) == [(2, 24)]
+    assert rows(warehouse.read_part("G", START + pd.Timedelta(minutes=4))) == expected

@@ -248,9 +248,10 @@ class PatternTranslation:
         fold = f"aggregate(evs, {slots}, (acc, ev) -> {self.step(lambda k: f'acc.s{k}', 'ev', depth=1)})"
         # LATERAL VIEW binds the runs once: a filter on them is not pushed below it (which would
         # copy the whole step into the filter once per state)
-        lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st FROM prior LATERAL VIEW explode(array("
-                     f"CASE WHEN size(evs) = 0 THEN {slots if carry else empty} WHEN size(evs) = 1 THEN {one} "
-                     f"ELSE {fold} END)) AS st)")
+        lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st FROM prior LATERAL VIEW explode(array(\n"
+                     f"    CASE WHEN size(evs) = 0 THEN {slots if carry else empty}\n"
+                     f"    WHEN size(evs) = 1 THEN {one}\n"
+                     f"    ELSE {fold} END)) AS st)")
         final = fsm.final.index
         alive = [f"size(st.s{k}) > 0" if fsm.many(k) else f"st.s{k} IS NOT NULL" for k in stored]
         matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
