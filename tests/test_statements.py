@@ -174,3 +174,9 @@ def test_names_are_case_insensitive(warehouse):
     warehouse.execute("insert into m values (timestamp '2015-01-01 10:00:00', 'a', 'b', 12)")
     assert rows(warehouse.execute("select CT, Sum_Loss from HELPER[latest]"), ["CT", "Sum_Loss"]) == [(1, 12)]
     assert list(warehouse.execute("show parts HeLpEr")["part"]) == [M_1000]
+
+
+def test_integer_columns_with_nulls_stay_integers(warehouse):
+    rows = warehouse.execute("SELECT * FROM VALUES (1, CAST(2 AS BIGINT), CAST(0.5 AS DOUBLE)), (NULL, NULL, NULL) AS t(a, b, c)")
+    assert [str(t) for t in rows.dtypes] == ["Int64", "Int64", "float64"]
+    assert rows["a"].tolist()[0] == 1 and rows["a"].isna().tolist() == [False, True]

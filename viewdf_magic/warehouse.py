@@ -12,7 +12,7 @@ from typing import Iterable, Iterator
 import pandas as pd
 from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
 
 from .catalog.catalog import Catalog
 from .catalog.filesystem import HadoopFileSystem
@@ -74,9 +74,19 @@ class Result:
                 warnings.simplefilter("ignore", UserWarning)
                 rows = check_runtime(frame.toPandas, "running the query",
                                      *((self.query.rewritten, self.query.bindings) if self.query else ()))
+            rows = _integers_stay_integers(rows, frame.schema)
         if limit and len(rows) > limit:
             return rows.head(limit), True
         return rows, False
+
+
+def _integers_stay_integers(rows: pd.DataFrame, schema: StructType) -> pd.DataFrame:
+    """pandas turns an integer column with NULLs into floats (5.0); show it as nullable integers."""
+    for spark_field in schema.fields:
+        column = spark_field.name
+        if isinstance(spark_field.dataType, IntegralType) and column in rows and rows[column].dtype.kind == "f":
+            rows[column] = rows[column].astype("Int64")
+    return rows
 
 
 class Warehouse:
