@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -14,6 +15,9 @@ EMBEDDED_CONFIG = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
     "spark.driver.memory": "4g",
+    # errors only from the JVM's start on (setLogLevel comes too late for start-up warnings)
+    "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=" + (
+        Path(__file__).with_name("log4j2.properties").resolve().as_uri()),
 }
 
 
