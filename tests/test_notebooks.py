@@ -60,6 +60,34 @@ PROMISES = {
         r"Peaks__b1: \[11834221, 11834222\]",                      # the 2-minute blocks 10:02 and 10:04
         r"M: \[23668442, 23668443, 23668444, 23668445\]",
     ],
+    "05-benchmarking": [
+        # once the 4-minute window is full: View1 reads M[j], View1__helper[j-1] and [j]; Sums__pre M[j],
+        # Sums__sum itself and the new and the expired minute, Sums the running sum
+        r"incremental parts read per step, window full: \{'Sums': \[5\], 'View1': \[3\]\}",
+        r"every naive window recomputation equals the incremental part: True",
+        r"View1 at 10:05: incremental [\d.]+ s \(3 parts read\)",
+        r"Direct, scope 2: [\d.]+ s \(2 parts read\)\nDirect, scope 4: [\d.]+ s \(4 parts read\)\n"
+        r"Direct, scope 6: [\d.]+ s \(6 parts read\)",
+        r"2015-01-01 10:02:00\s+4\s+3\n",                       # naive: the window fills one minute at a time
+        r"2015-01-01 10:05:00\s+5\s+4\n",
+        r"<Figure size 1100x350 with 2 Axes>",
+    ],
+    "06-your-own-data": [
+        r"2009-04-01\s+511\s+2009-03-05\n2009-05-01\s+513\s+2009-04-30",   # 28-day parts: 512 is empty
+        r"Inserted 60 rows into 12 part\(s\) of Stocks, 1 empty part\(s\) sealed",
+        # IBM rose Jan..May 2009 across the empty part (CONTIGUITY EVENTS): 89.46 .. 104.85
+        r"2009-04-30\s+IBM\s+2009-01-01\s+5\s+89\.46\s+104\.85",
+        r"2009-11-12\s+IBM\s+2009-06-01\s+7\s+103\.01\s+130\.32",
+        # December 2009: rising since February (AAPL, GOOG), June (IBM), July (MSFT); AMZN fell
+        r"AAPL\s+2009-02-01\s+11\s+89\.31\s+210\.73\n\s*GOOG\s+2009-02-01\s+11\s+337\.99\s+619\.98\n"
+        r"\s*IBM\s+2009-06-01\s+7\s+103\.01\s+130\.32\n\s*MSFT\s+2009-07-01\s+6\s+23\.18\s+30\.34\n\(4 rows\)",
+        # the 6-part window ending in December: July .. December, as pandas computes it too
+        r"IBM\s+121\.2567\s+6\n",
+        r"GOOG\s+523\.2783\s+6\n",
+        r"2009-06-25\s+104\.1160\s+5\n",     # parts 510..515, 512 empty: (95.09+101.29+104.85+103.01+116.34)/5
+        r"Rising: all 13 part\(s\) equal their recomputation\.",
+        r"Avg6: all 13 part\(s\) equal their recomputation\.",
+    ],
 }
 
 
