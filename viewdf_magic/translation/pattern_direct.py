@@ -197,10 +197,7 @@ def direct_sql(query: PatternQuery, stream: str, partition_length: int, timestam
     key_list, group = (", ".join(keys) + ", ", " GROUP BY " + ", ".join(keys)) if keys else ("", "")
     same = " AND ".join(f"c.{k} <=> s.{k}" for k in keys) or "true"
     ordered = ", ".join(quote_name(c) for c in [timestamp] + [c for c in columns if c != timestamp])
-    where = ""
-    if query.filter is not None:
-        start, end = query.clause.filter_span
-        where = f" WHERE {query.fragment.source[start:end]}"
+    where = f" WHERE {query.filter_sql}" if query.filter_sql is not None else ""
     outputs = [f"{direct.output(node)} AS {quote_name(name)}" for name, node in query.items]
     return "\n".join([
         f"WITH events AS (SELECT {key_list}struct({ordered}) AS e, {subscript_sql(quote_name(timestamp), partition_length)} "

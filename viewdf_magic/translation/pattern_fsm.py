@@ -254,7 +254,7 @@ class _Builder:
             if type(item) in AGGREGATES:
                 return self._aggregate(item, owner, context)
             if isinstance(item, (exp.Last, exp.First)):
-                return self._first_last(item, owner, context)
+                return self._first_last(item)
             if isinstance(item, exp.AggFunc):
                 raise self.query.error(f"aggregate {item.sql_name().lower()} is not supported in a pattern query; "
                                        f"use sum, count, min, max or avg", item)
@@ -297,7 +297,7 @@ class _Builder:
         raise self.query.error(f"{variable.name}[{'i-1' if kind == 'previous' else '..i-1'}] can only be used "
                                f"in {variable.name}'s own conditions", column)
 
-    def _first_last(self, node: exp.Expression, owner: Variable | None, context: str) -> exp.Expression:
+    def _first_last(self, node: exp.Expression) -> exp.Expression:
         word = "last" if isinstance(node, exp.Last) else "first"
         inner = node.this
         variable = self._reference(inner)[0] if isinstance(inner, exp.Column) else None

@@ -207,7 +207,14 @@ class PatternQuery:
     keys: list[str]                             # GROUP BY column names
     conditions: list[exp.Expression]            # WHERE, split on AND
     filter: exp.Expression | None               # the input filter before PATTERN
-    filter_text: RewrittenText | None
+
+    @property
+    def filter_sql(self) -> str | None:
+        """The input filter as the user wrote it (without WHERE), or None."""
+        if self.clause.filter_span is None:
+            return None
+        start, end = self.clause.filter_span
+        return self.fragment.source[start:end]
 
     @property
     def variables(self) -> tuple[Variable, ...]:
@@ -245,7 +252,7 @@ def analyze_pattern(query: Fragment, clause: PatternClause) -> PatternQuery:
     if not isinstance(tree, exp.Select):
         raise query.error("a pattern query must be a single SELECT ... FROM stream PATTERN [...] (no UNION, WITH "
                           "or VALUES)", query.start)
-    partial = PatternQuery(clause, query, rewritten, tree, [], [], [], None, None)
+    partial = PatternQuery(clause, query, rewritten, tree, [], [], [], None)
     for key, what in (("joins", "a JOIN"), ("laterals", "LATERAL VIEW"), ("order", "ORDER BY"),
                       ("limit", "LIMIT"), ("having", "HAVING"), ("qualify", "QUALIFY"), ("with_", "WITH"),
                       ("windows", "a WINDOW clause"), ("distinct", "SELECT DISTINCT")):
@@ -278,7 +285,7 @@ def analyze_pattern(query: Fragment, clause: PatternClause) -> PatternQuery:
                             items[len(names) - 1 - names[::-1].index(duplicate)][1])
     where = tree.args.get("where")
     conditions = _conjuncts(where.this) if where is not None else []
-    filter_text = filter_tree = None
+    filter_tree = None
     if clause.filter_span is not None:
         filter_text = RewrittenText(query, [Replacement(query.start, clause.filter_span[0],
                                                         f"SELECT 1 FROM {clause.source.text} WHERE "),
@@ -287,7 +294,7 @@ def analyze_pattern(query: Fragment, clause: PatternClause) -> PatternQuery:
     table = (tree.args.get("from_") or tree.args.get("from")).this
     if not isinstance(table, exp.Table) or table.name.lower() != clause.source.key or table.alias:
         raise query.error("PATTERN must follow FROM stream", clause.start)
-    return PatternQuery(clause, query, rewritten, tree, items, keys, conditions, filter_tree, filter_text)
+    return PatternQuery(clause, query, rewritten, tree, items, keys, conditions, filter_tree)
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:

@@ -192,11 +192,8 @@ class PatternTranslation:
         return " AND ".join(f"{left}.{quote_name(k)} <=> {right}.{quote_name(k)}" for k in self.fsm.query.keys) or "true"
 
     def _filter(self) -> str:
-        query = self.fsm.query
-        if query.filter is None:
-            return ""
-        start, end = query.clause.filter_span
-        return f" WHERE {query.fragment.source[start:end]}"
+        condition = self.fsm.query.filter_sql
+        return f" WHERE {condition}" if condition is not None else ""
 
     def _previous(self, state: int) -> str:
         """State ``state``'s runs in Helper[j-1] (``h``); a group new there has none (not NULL)."""
