@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator
 
@@ -16,6 +17,7 @@ from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, Timest
 
 from .catalog.catalog import Catalog
 from .catalog.filesystem import HadoopFileSystem
+from .catalog.lock import WriterLock
 from .catalog.model import CATALOG_VIEW, ObjectDef
 from .commands import inspect
 from .commands.pattern_views import explain_tables, plan_pattern_view, replan
@@ -29,11 +31,12 @@ from .language.parser import parse
 from .language.queries import CompiledQuery, RefKind, Scope, compile_query
 from .maintainer.execute import explain_text
 from .maintainer.maintainer import Maintainer, StepReport, resolved_sql
+from .maintainer.repair import RepairReport, Repairer
 from .maintainer.spark_errors import check_runtime, spark_error
 from .maintainer.views import catalog_lookup
 from .session import embedded_session, prepare
 from .storage.parts import PartStore
-from .timeparts import TimestampLike, format_part, subscript_of
+from .timeparts import TimestampLike, format_part, subscript_of, to_utc
 
 
 class MaintenanceWarning(UserWarning):
@@ -89,21 +92,56 @@ def _integers_stay_integers(rows: pd.DataFrame, schema: StructType) -> pd.DataFr
     return rows
 
 
+_READ_ONLY = (st.Query, st.Show, st.Describe, st.ExplainView, st.Verify)
+
+
 class Warehouse:
     """A ViewDF warehouse at ``path`` (local, ``file:``, ``hdfs:`` or ``s3a:``).
 
     With no ``spark`` session, an embedded local one is started.
     """
 
-    def __init__(self, path: str, spark: SparkSession | None = None, *, progress: bool = True) -> None:
+    def __init__(self, path: str, spark: SparkSession | None = None, *, progress: bool = True,
+                 lock_timeout: float = 30.0) -> None:
         self.spark = prepare(spark) if spark is not None else embedded_session()
         self.fs = HadoopFileSystem(self.spark, path)
         self.path = self.fs.root
         self.catalog = Catalog(self.fs)
         self.store = PartStore(self.spark, self.fs)
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
+        self.repairer = Repairer(self.maintainer)
         self.ingester = Ingester(self.spark, self.catalog, self.store)
+        self.writer = WriterLock(self.fs, lock_timeout)
         self._lock = threading.RLock()
+        self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data
+        self.recovered: list[StepReport] = self._recover()
+
+    def _recover(self) -> list[StepReport]:
+        """Finish maintenance that a crashed or interrupted process left: a pending late-data repair,
+        and in auto mode every ready view part."""
+        auto = self.maintenance == "auto"
+        if not self.repairer.pending and not (auto and any(self.maintainer.next_step(d) for d in self.catalog.views())):
+            return []
+        with self._writing():
+            return self._maintain()
+
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Hold the writer lock (one writing process at a time) on the newest catalog."""
+        with self._lock, self.writer.held():
+            self._refresh()
+            yield
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """Read the newest committed catalog; published parts never change, so no lock is needed."""
+        with self._lock:
+            self._refresh()
+            yield
+
+    def _refresh(self) -> None:
+        if self.catalog.refresh():       # another process committed: forget what it may have replaced
+            self.store.cache.clear()
 
     # -- public API ----------------------------------------------------------------------
     def execute(self, text: str) -> pd.DataFrame | None:
@@ -124,19 +162,21 @@ class Warehouse:
         Nothing runs if any statement fails to parse; a failing statement stops the rest
         (the ones before it have taken effect)."""
         for statement in parse(text):
-            with self._lock:
+            with (self._reading() if isinstance(statement, _READ_ONLY) else self._writing()):
                 result = self._dispatch(statement)
             yield result
 
     def ingest(self, stream: str, data: pd.DataFrame | DataFrame) -> IngestReport:
-        """Append a batch to a stream, routed to parts by timestamp, then run maintenance."""
-        with self._lock:
+        """Append a batch to a stream, routed to parts by timestamp, then run maintenance (rows for
+        earlier parts are late data: every view part that depends on them is repaired)."""
+        with self._writing():
             definition = self._require(stream, ("stream",))
             frame = self.ingester.to_frame(data)
             if frame.columns:   # errors have no statement text to point into
                 frame = conform_by_name(frame, definition.schema, ViewDFError)
             report = self.ingester.append_stream(definition, frame, ViewDFError)
             report.steps = self._maintain()
+            report.repair = self.last_repair
             report.failures = [str(f) for f in self.maintainer.failures]
             for failure in report.failures:   # statements report failures in their message instead
                 warnings.warn(MaintenanceWarning(failure), stacklevel=2)
@@ -148,7 +188,7 @@ class Warehouse:
         their last ``scope`` parts."""
         if scope is not None and scope < 1:
             raise ValueError("scope must be at least 1 part")
-        with self._lock:
+        with self._reading():
             definition = self._require(view, ("view",))
             subscript = self._subscript(definition, part_timestamp)
             frame = self.maintainer.recompute(definition, subscript, scope)
@@ -156,7 +196,7 @@ class Warehouse:
 
     def read_part(self, name: str, part_timestamp: TimestampLike) -> pd.DataFrame:
         """The stored rows of the part of ``name`` containing ``part_timestamp``."""
-        with self._lock:
+        with self._reading():
             definition = self._require(name, ("stream", "view"))
             subscript = self._subscript(definition, part_timestamp)
             frame = self.store.read_parts(definition, self.catalog.state(name), [subscript])
@@ -164,8 +204,9 @@ class Warehouse:
 
     def parts(self, name: str | None = None) -> pd.DataFrame:
         """Part metadata (rows, compute time, lineage, last update) of one object or all."""
-        definition = self._require(name, ("stream", "view")) if name else None
-        return inspect.parts_table(self.catalog, definition)
+        with self._reading():
+            definition = self._require(name, ("stream", "view")) if name else None
+            return inspect.parts_table(self.catalog, definition)
 
     @property
     def maintenance(self) -> str:
@@ -176,7 +217,7 @@ class Warehouse:
         """Switch maintenance mode; switching to auto computes everything that is ready."""
         if mode not in ("auto", "manual"):
             raise ViewDFError(f"maintenance mode must be 'auto' or 'manual', not {mode!r}")
-        with self._lock:
+        with self._writing():
             if mode != self.maintenance:
                 self.catalog.commit([{"op": "setting", "key": "maintenance", "value": mode}])
             return self._maintain()
@@ -186,7 +227,7 @@ class Warehouse:
 
         With ``view``, compute that view's next part; it is an error if it is not ready.
         """
-        with self._lock:
+        with self._writing():
             definition = self._require(view, ("view",)) if view else None
             if definition is not None and self.maintainer.next_step(definition) is None:
                 raise ViewDFError(self._not_ready(definition))
@@ -194,7 +235,7 @@ class Warehouse:
 
     def pending(self) -> pd.DataFrame:
         """Each view's next part and every part it references, with whether each exists."""
-        with self._lock:
+        with self._reading():
             return self.maintainer.pending()
 
     def history(self) -> list[StepReport]:
@@ -202,12 +243,18 @@ class Warehouse:
         return list(self.maintainer.history)
 
     def _maintain(self) -> list[StepReport]:
-        """In auto mode, compute everything that is ready; failures are recorded in
-        ``maintainer.failures``, not raised."""
-        if self.maintenance != "auto":
+        """Repair view parts that late data changed (in any mode), then, in auto mode, compute
+        everything that is ready; failures are recorded in ``maintainer.failures``, not raised."""
+        repair = self.repairer.run() if self.repairer.pending else None
+        self.last_repair = repair
+        steps = list(repair.steps) if repair is not None else []
+        if self.maintenance == "auto":
+            steps += self.maintainer.cascade()
+        else:
             self.maintainer.failures = []
-            return []
-        return self.maintainer.cascade()
+        if repair is not None:
+            self.maintainer.failures[:0] = repair.failures
+        return steps
 
     def _maintenance_note(self) -> str:
         """Failures of the latest cascade, as a sentence to append to a statement's message."""
@@ -312,9 +359,26 @@ class Warehouse:
         definition = ObjectDef("stream", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
                                statement.fragment.text, time.time(), statement.partition_length,
                                timestamp_column=column)
-        self.catalog.commit([{"op": "create", "object": definition.to_json()}])
+        length = statement.partition_length
+        options = {"op": "options", "name": definition.key,
+                   "lateness": statement.lateness.parts(length) if statement.lateness else None,
+                   "retain": statement.retain.parts(length) if statement.retain else None}
+        self.catalog.commit([{"op": "create", "object": definition.to_json()}, options])
         return Result(statement, f"Created stream {definition.name} (PARTITION LENGTH "
-                                 f"{definition.partition_length}, TIMESTAMP {column}).")
+                                 f"{definition.partition_length}, TIMESTAMP {column}{self._options_text(definition)}).")
+
+    def _options_text(self, definition: ObjectDef) -> str:
+        state = self.catalog.state(definition.name)
+        text = f", ALLOWED LATENESS {state.lateness} PARTS" if state.lateness is not None else ""
+        return text + (f", RETAIN {state.retain} PARTS" if state.retain is not None else "")
+
+    def _run_Alter(self, statement: st.Alter) -> Result:
+        definition = self._require(statement.name.text, (statement.kind.lower(),), statement, statement.name)
+        value = statement.extent.parts(definition.partition_length) if statement.extent is not None else None
+        self.catalog.commit([{"op": "options", "name": definition.key, statement.option: value}])
+        steps = self._maintain()
+        return Result(statement, f"{definition.name}: {self._options_text(definition).lstrip(', ') or 'no bounds'}."
+                      + self._maintenance_note(), steps=steps)
 
     def _run_CreateTable(self, statement: st.CreateTable) -> Result:
         self._check_new_name(statement, statement.name)
@@ -385,6 +449,7 @@ class Warehouse:
             return Result(statement, f"Inserted {rows} rows into {definition.name}.")
         report = self.ingester.append_stream(definition, frame, error)
         report.steps = self._maintain()
+        report.repair = self.last_repair
         return Result(statement, f"Inserted {report}." + self._maintenance_note(), steps=report.steps)
 
     def _run_Insert(self, statement: st.Insert) -> Result:
@@ -432,7 +497,14 @@ class Warehouse:
         if statement.what == "TABLES":
             return Result(statement, table=inspect.tables_table(self.catalog))
         definition = self._require(statement.name.text, ("stream", "view"), statement, statement.name)
-        return Result(statement, table=inspect.parts_table(self.catalog, definition))
+        table = inspect.parts_table(self.catalog, definition)
+        if statement.changed_since is not None:
+            try:
+                since = to_utc(statement.changed_since).tz_localize(None)
+            except ValueError as exc:
+                raise statement.fragment.error(str(exc), statement.changed_since_at) from None
+            table = table[table["last_updated"] >= since].reset_index(drop=True)
+        return Result(statement, table=table)
 
     def _run_Describe(self, statement: st.Describe) -> Result:
         definition = self._require(statement.name.text, ("stream", "view", "table"), statement, statement.name)

@@ -10,6 +10,7 @@ reopening reads one checkpoint and a few entries.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 from contextlib import contextmanager
 from typing import Iterable, Iterator
@@ -48,24 +49,35 @@ class Catalog:
             self.version = latest
         versions = sorted(int(n.split(".")[0]) for n in self.fs.list(LOG) if n.endswith(".json"))
         for version in versions:
-            if version <= self.version:
-                continue
-            entry = json.loads(self.fs.read_text(f"{LOG}/{version:020d}.json"))
-            self._apply_all(entry["actions"])
-            self.version = version
+            if version > self.version:
+                self._replay(version)
+
+    def _replay(self, version: int) -> None:
+        entry = json.loads(self.fs.read_text(f"{LOG}/{version:020d}.json"))
+        self._apply_all(entry["actions"], version)
+        self.version = version
+
+    def refresh(self) -> bool:
+        """Apply entries other processes published since; True if there were any."""
+        if self._pending is not None:
+            return False
+        start = self.version
+        while self.fs.exists(f"{LOG}/{self.version + 1:020d}.json"):
+            self._replay(self.version + 1)
+        return self.version != start
 
     def commit(self, actions: list[dict]) -> None:
         """Publish ``actions`` as the next log entry, then apply them (inside a transaction:
         apply them now, publish them with the transaction)."""
         if not actions:
             return
+        version = self.version + 1
         if self._pending is not None:
             self._pending.extend(actions)
-            self._apply_all(actions)
+            self._apply_all(actions, version)
             return
-        version = self.version + 1
         self.fs.write_text(f"{LOG}/{version:020d}.json", json.dumps({"version": version, "actions": actions}))
-        self._apply_all(actions)
+        self._apply_all(actions, version)
         self.version = version
         if version % CHECKPOINT_EVERY == 0:
             self._checkpoint()
@@ -94,9 +106,12 @@ class Catalog:
                                 for k, d in self.objects.items()]}
         self.fs.write_text(f"{CHECKPOINTS}/{self.version:020d}.json", json.dumps(snapshot))
 
-    def _apply_all(self, actions: Iterable[dict]) -> None:
+    def _apply_all(self, actions: Iterable[dict], version: int) -> None:
         for action in actions:
-            getattr(self, f"_apply_{action['op']}")(action)
+            if action["op"] in ("part", "verified"):
+                getattr(self, f"_apply_{action['op']}")(action, version)
+            else:
+                getattr(self, f"_apply_{action['op']}")(action)
 
     def _apply_create(self, action: dict) -> None:
         definition = ObjectDef.from_json(action["object"])
@@ -107,11 +122,13 @@ class Catalog:
         self.objects.pop(action["name"], None)
         self.states.pop(action["name"], None)
 
-    def _apply_part(self, action: dict) -> None:
-        meta = PartMeta.from_json(action["part"])
+    def _apply_part(self, action: dict, version: int) -> None:
+        meta = dataclasses.replace(PartMeta.from_json(action["part"]), changed=version, verified=version)
         state = self.states[action["name"]]
         state.parts[meta.subscript] = meta
         if self.objects[action["name"]].kind == "stream":
+            if state.first is not None and meta.subscript < state.first - 1:   # late rows before the first part
+                state.sealed.append((meta.subscript + 1, state.first - 1, meta.updated))
             state.first = meta.subscript if state.first is None else min(state.first, meta.subscript)
 
     def _apply_advance(self, action: dict) -> None:
@@ -134,8 +151,31 @@ class Catalog:
                 gap_start = None
         state.newest = through
 
+    def _apply_verified(self, action: dict, version: int) -> None:
+        """A view part was recomputed after late data and came out unchanged."""
+        parts = self.states[action["name"]].parts
+        meta = parts[action["subscript"]]
+        parts[action["subscript"]] = dataclasses.replace(meta, verified=version, repairs=meta.repairs + 1)
+
+    def _apply_options(self, action: dict) -> None:
+        state = self.states[action["name"]]
+        for option in ("lateness", "retain"):
+            if option in action:
+                setattr(state, option, action[option])
+
+    def _apply_drop_parts(self, action: dict) -> None:
+        """Retention: parts before ``before`` are gone."""
+        state = self.states[action["name"]]
+        before = action["before"]
+        state.parts = {s: meta for s, meta in state.parts.items() if s >= before}
+        state.sealed = [(max(a, before), b, when) for a, b, when in state.sealed if b >= before]
+        state.dropped_before = max(before, state.dropped_before or before)
+
     def _apply_setting(self, action: dict) -> None:
-        self.settings[action["key"]] = action["value"]
+        if action["value"] is None:
+            self.settings.pop(action["key"], None)
+        else:
+            self.settings[action["key"]] = action["value"]
 
     def _apply_table_data(self, action: dict) -> None:
         state = self.states[action["name"]]

@@ -78,5 +78,33 @@ class HadoopFileSystem:
             self._fs.delete(temporary, False)
             raise FileExistsError(self.uri(relative))
 
+    def create_exclusive(self, relative: str, text: str) -> bool:
+        """Create a small file only if it does not exist, atomically; False if it exists.
+
+        Local files use O_CREAT|O_EXCL; other filesystems use Hadoop's create without overwrite,
+        which HDFS decides at the NameNode (object stores: see docs/architecture.md)."""
+        uri = self.uri(relative)
+        if uri.startswith("file:"):
+            local = uri[len("file:"):]
+            os.makedirs(os.path.dirname(local), exist_ok=True)
+            try:
+                handle = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            return True
+        try:
+            stream = self._fs.create(self._path(relative), False)
+        except Exception as exc:   # py4j wraps the JVM's FileAlreadyExistsException
+            if "AlreadyExists" in str(exc) or self.exists(relative):
+                return False
+            raise
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        return True
+
     def delete(self, relative: str) -> None:
         self._fs.delete(self._path(relative), True)

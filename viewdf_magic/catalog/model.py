@@ -34,8 +34,18 @@ class PartMeta:
     folders: tuple[str, ...]            # relative to the warehouse root; empty for an empty part
     seconds: float                      # compute (or ingest) time
     lineage: tuple[LineageRange, ...]   # exactly the parts it was computed from
-    updated: float                      # last-updated time, epoch seconds
-    how: str                            # ingest, sealed, initialize, update or recompute
+    updated: float                      # when its content last changed, epoch seconds
+    how: str                            # ingest, initialize, update or recompute
+    checksum: str = ""                  # view parts: an order-independent hash of the rows
+    arrivals: tuple[float, ...] = ()    # stream parts: when each folder's rows arrived
+    repairs: int = 0                    # view parts: recomputations after late data
+    changed: int = 0                    # catalog version of the last content change (set by the catalog)
+    verified: int = 0                   # catalog version it was last computed or checked at (set by the catalog)
+
+    @property
+    def late_rows(self) -> bool:
+        """A stream part that received rows after it was first written or sealed."""
+        return len(self.arrivals) > 1 or self.how == "late"
 
     def to_json(self) -> dict:
         data = asdict(self)
@@ -44,8 +54,11 @@ class PartMeta:
 
     @staticmethod
     def from_json(data: dict) -> "PartMeta":
-        return PartMeta(data["subscript"], data["rows"], tuple(data["folders"]), data["seconds"],
-                        tuple(LineageRange(*r) for r in data["lineage"]), data["updated"], data["how"])
+        data = dict(data)
+        data["folders"] = tuple(data["folders"])
+        data["lineage"] = tuple(LineageRange(*r) for r in data["lineage"])
+        data["arrivals"] = tuple(data.get("arrivals", ()))
+        return PartMeta(**data)
 
 
 @dataclass(frozen=True)
@@ -102,18 +115,23 @@ class ObjectState:
     table_folders: list[str] = field(default_factory=list)               # dimension tables
     table_rows: int = 0
     table_updated: float = 0.0
+    lateness: int | None = None         # streams: ALLOWED LATENESS, in parts (None: unbounded)
+    retain: int | None = None           # RETAIN, in parts (None: keep every part)
+    dropped_before: int | None = None   # parts before this subscript were dropped by retention
 
     def to_json(self) -> dict:
         return {"parts": [p.to_json() for p in self.parts.values()], "first": self.first,
                 "newest": self.newest, "sealed": [list(s) for s in self.sealed],
                 "table_folders": self.table_folders, "table_rows": self.table_rows,
-                "table_updated": self.table_updated}
+                "table_updated": self.table_updated, "lateness": self.lateness, "retain": self.retain,
+                "dropped_before": self.dropped_before}
 
     @staticmethod
     def from_json(data: dict) -> "ObjectState":
         parts = {p["subscript"]: PartMeta.from_json(p) for p in data["parts"]}
         return ObjectState(parts, data["first"], data["newest"], [tuple(s) for s in data["sealed"]],
-                           list(data["table_folders"]), data["table_rows"], data["table_updated"])
+                           list(data["table_folders"]), data["table_rows"], data["table_updated"],
+                           data.get("lateness"), data.get("retain"), data.get("dropped_before"))
 
 
 CATALOG_DEFINITION = ObjectDef("table", CATALOG_VIEW, "catalog", StructType([]).json(), "", 0.0)

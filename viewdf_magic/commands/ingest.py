@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..maintainer.maintainer import StepReport
+from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.spark_errors import spark_error, summary
 from ..storage.parts import PART_COLUMN, PartStore
 from ..timeparts import format_part, subscript_sql
@@ -36,15 +38,23 @@ class IngestReport:
     rows: int = 0
     parts: list[int] = field(default_factory=list)
     sealed: int = 0
+    late: list[int] = field(default_factory=list)          # earlier parts that received rows
+    late_rows: int = 0
+    repair: RepairReport | None = None                     # view parts recomputed because of them
     steps: list[StepReport] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)     # views that could not be maintained
 
     def __str__(self) -> str:
         text = f"{self.rows} rows into {len(self.parts)} part(s) of {self.stream}"
+        if self.late:
+            text += f" ({self.late_rows} late row(s) into {len(self.late)} earlier part(s))"
         if self.sealed:
             text += f", {self.sealed} empty part(s) sealed"
-        if self.steps:
-            text += f"; {len(self.steps)} view part(s) computed"
+        if self.repair is not None:
+            text += f"; late data: {self.repair}"
+        computed = sum(1 for step in self.steps if not step.repair)
+        if computed:
+            text += f"; {computed} view part(s) computed"
         for failure in self.failures:
             text += f"; {failure}"
         return text
@@ -167,17 +177,37 @@ class Ingester:
         seconds = time.perf_counter() - started
         now = time.time()
         state = self.catalog.state(definition.name)
-        actions = [{"op": "part", "name": definition.key,
-                    "part": PartMeta(s, n, (f"{folder}/{PART_COLUMN}={s}",), seconds, (), now, "ingest").to_json()}
-                   for s, n in sorted(parts.items())]
+        newest = state.newest
+        actions = []
+        for s, n in sorted(parts.items()):
+            folders = (f"{folder}/{PART_COLUMN}={s}",)
+            old = state.parts.get(s)
+            if old is not None:     # late rows for a part that has rows: the part grows
+                meta = dataclasses.replace(old, rows=old.rows + n, folders=old.folders + folders,
+                                           arrivals=old.arrivals + (now,), updated=now)
+            else:
+                how = "ingest" if newest is None or s > newest else "late"
+                meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,))
+            actions.append({"op": "part", "name": definition.key, "part": meta.to_json()})
         through = max(parts)
         actions.append({"op": "advance", "name": definition.key, "through": through, "updated": now})
-        begin = min(parts) if state.newest is None else state.newest + 1
+        begin = min(parts) if newest is None else newest + 1
+        if min(parts) * definition.partition_length < self._computed_until():
+            actions.append(request_repair(self.catalog.settings, min(parts) * definition.partition_length,
+                                          self.catalog.version + 1))
         self.catalog.commit(actions)
         report.rows = sum(parts.values())
         report.parts = sorted(parts)
-        report.sealed = (through - begin + 1) - len(parts)
+        report.late = [s for s in report.parts if newest is not None and s <= newest]
+        report.late_rows = sum(parts[s] for s in report.late)
+        report.sealed = max(0, through - begin + 1 - (len(parts) - len(report.late)))
         return report
+
+    def _computed_until(self) -> int:
+        """End (epoch seconds) of the newest view part: rows before it may change computed parts."""
+        ends = [(max(state.parts) + 1) * d.partition_length for d in self.catalog.views()
+                for state in [self.catalog.state(d.name)] if state.parts]
+        return max(ends, default=-(2 ** 62))
 
     def _validate(self, definition: ObjectDef, counts: list, parts: dict[int, int], error: ErrorAt) -> None:
         nulls = sum(row["count"] for row in counts if row["s"] is None)
@@ -187,16 +217,25 @@ class Ingester:
         if not parts:
             return
         length = definition.partition_length
-        newest = self.catalog.state(definition.name).newest
-        late = sorted(s for s in parts if newest is not None and s <= newest)
-        if late:
-            raise error(f"{sum(parts[s] for s in late)} row(s) belong to part(s) that are already sealed "
-                        f"(first: {format_part(late[0], length)}; newest part of {definition.name}: "
-                        f"{format_part(newest, length)}); late data is not supported yet, nothing was written")
-        low = min(parts) if newest is None else newest + 1
-        if max(parts) - low + 1 > MAX_NEW_PARTS:
-            raise error(f"this batch would create {max(parts) - low + 1:,} parts of {definition.name} "
-                        f"({format_part(low, length)} to {format_part(max(parts), length)}); the limit is "
+        state = self.catalog.state(definition.name)
+        newest, first = state.newest, state.first
+        if state.lateness is not None and newest is not None:    # late: for a part already sealed
+            too_late = sorted(s for s in parts if newest - s > state.lateness)
+            if too_late:
+                raise error(f"{sum(parts[s] for s in too_late)} row(s) are more than ALLOWED LATENESS "
+                            f"{state.lateness} PARTS behind the newest part of {definition.name} "
+                            f"({format_part(newest, length)}); the oldest is for {format_part(too_late[0], length)}. "
+                            f"Nothing was written")
+        if state.dropped_before is not None and min(parts) < state.dropped_before:
+            raise error(f"{sum(n for s, n in parts.items() if s < state.dropped_before)} row(s) belong to parts "
+                        f"of {definition.name} before {format_part(state.dropped_before, length)}, which retention "
+                        f"dropped; nothing was written")
+        low = min(parts) if first is None else min(min(parts), first)
+        high = max(parts) if newest is None else max(max(parts), newest)
+        new_parts = (high - low + 1) - (0 if first is None or newest is None else newest - first + 1)
+        if new_parts > MAX_NEW_PARTS:
+            raise error(f"this batch would create {new_parts:,} parts of {definition.name} "
+                        f"({format_part(low, length)} to {format_part(high, length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
     def append_table(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt,

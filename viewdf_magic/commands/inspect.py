@@ -33,6 +33,8 @@ def part_rows(catalog: Catalog, definition: ObjectDef) -> list[dict]:
                      "last_updated": _stamp(meta.updated)})
     for first, last, when in state.sealed:
         for subscript in range(first, last + 1):
+            if subscript in state.parts:      # sealed empty, then late rows arrived
+                continue
             rows.append({"name": definition.name, "part": subscript,
                          "part_timestamp": part_start(subscript, length), "rows": 0, "compute_seconds": 0.0,
                          "how": "sealed", "lineage": "", "last_updated": _stamp(when)})

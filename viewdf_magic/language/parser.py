@@ -11,9 +11,9 @@ from sqlglot.tokens import Token, TokenType
 from ..errors import ViewDFError
 from ..timeparts import UNIT_SECONDS
 from .source import Fragment
-from .statements import (CreateQueryView, CreateStream, CreateTable, CreateViewDF, DeltaQuery, Describe,
-                         Drop, ExplainView, Insert, Load, Name, Query, Seal, SetMaintenance, Show, Statement, Step,
-                         Verify)
+from .statements import (Alter, CreateQueryView, CreateStream, CreateTable, CreateViewDF, DeltaQuery, Describe,
+                         Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance, Show, Statement,
+                         Step, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -100,6 +100,19 @@ class _Cursor:
             raise self.fragment.error(f"{what} must be positive", at)
         return value, at
 
+    def extent(self, what: str) -> Extent:
+        """``n PARTS`` or a duration ``n <unit>`` (n may be 0)."""
+        value, at = self.integer(what)
+        token = self.peek()
+        word = token.text.upper() if token is not None and token.token_type not in _QUOTED else ""
+        if word in ("PART", "PARTS"):
+            self.index += 1
+            return Extent(value, "parts", at)
+        if word in UNIT_SECONDS:
+            self.index += 1
+            return Extent(value * UNIT_SECONDS[word], "seconds", at)
+        raise self.error(f"expected PARTS or a time unit (SECONDS, MINUTES, HOURS, DAYS) after {what}")
+
     def rest(self) -> Fragment:
         if self.index >= len(self.tokens):
             raise self.error("expected a query")
@@ -139,7 +152,7 @@ def parse_statement(statement: TokenStatement) -> Statement:
     if word in QUERY_STARTS:
         return Query(statement.fragment, statement.fragment)
     raise cursor.error("expected a statement (CREATE, INSERT, LOAD, SELECT, SHOW, DESCRIBE, DROP, "
-                       "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW)")
+                       "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW, ALTER)")
 
 
 def _create(cursor: _Cursor) -> Statement:
@@ -157,16 +170,54 @@ def _create_stream(cursor: _Cursor, name: Name) -> CreateStream:
     columns = cursor.parenthesized("the column list")
     timestamp = None
     length = None
+    lateness = retain = None
     while cursor.peek() is not None:
         if cursor.accept("TIMESTAMP"):
             timestamp = cursor.name("the timestamp column")
         elif cursor.accept("PARTITION", "LENGTH"):
             length, _ = cursor.duration("PARTITION LENGTH")
+        elif cursor.accept("ALLOWED", "LATENESS"):
+            lateness = cursor.extent("ALLOWED LATENESS")
+        elif cursor.accept("RETAIN"):
+            retain = _retain(cursor)
         else:
-            raise cursor.error("expected TIMESTAMP <column> or PARTITION LENGTH <seconds>")
+            raise cursor.error("expected TIMESTAMP <column>, PARTITION LENGTH <seconds>, ALLOWED LATENESS <n> "
+                               "PARTS or RETAIN <n> PARTS")
     if length is None:
         raise cursor.fragment.error("a stream needs a PARTITION LENGTH (in seconds)", name.start, name.end)
-    return CreateStream(cursor.fragment, name, columns, timestamp, length)
+    return CreateStream(cursor.fragment, name, columns, timestamp, length, lateness, retain)
+
+
+def _retain(cursor: _Cursor) -> Extent:
+    extent = cursor.extent("RETAIN")
+    if extent.value < 1:
+        raise cursor.fragment.error("RETAIN must keep at least one part", extent.start)
+    return extent
+
+
+def _alter(cursor: _Cursor) -> Alter:
+    cursor.expect("ALTER")
+    kind = "STREAM" if cursor.accept("STREAM") else "VIEW" if cursor.accept("VIEW") else None
+    if kind is None:
+        raise cursor.error("expected STREAM or VIEW after ALTER")
+    name = cursor.name(f"a {kind.lower()} name")
+    if cursor.accept("RESET"):
+        option = "lateness" if cursor.accept("ALLOWED", "LATENESS") else "retain" if cursor.accept("RETAIN") else None
+        if option is None:
+            raise cursor.error("expected ALLOWED LATENESS or RETAIN after RESET")
+        cursor.done()
+        return Alter(cursor.fragment, kind, name, option, None)
+    cursor.expect("SET")
+    if cursor.accept("ALLOWED", "LATENESS"):
+        if kind != "STREAM":
+            raise cursor.error("ALLOWED LATENESS is set on a stream")
+        extent, option = cursor.extent("ALLOWED LATENESS"), "lateness"
+    elif cursor.accept("RETAIN"):
+        extent, option = _retain(cursor), "retain"
+    else:
+        raise cursor.error("expected ALLOWED LATENESS or RETAIN after SET")
+    cursor.done()
+    return Alter(cursor.fragment, kind, name, option, extent)
 
 
 def _create_table(cursor: _Cursor, name: Name) -> Statement:
@@ -311,8 +362,11 @@ def _show(cursor: _Cursor) -> Show:
     if cursor.accept("PARTS"):
         cursor.accept("OF") or cursor.accept("FROM")
         name = cursor.name("a stream or view name")
+        since, since_at = None, 0
+        if cursor.accept("CHANGED", "SINCE"):
+            since, since_at = cursor.string("a timestamp ('2024-01-01 10:00:00')")
         cursor.done()
-        return Show(cursor.fragment, "PARTS", name)
+        return Show(cursor.fragment, "PARTS", name, since, since_at)
     raise cursor.error("expected STREAMS, VIEWS, TABLES, PARTS or PENDING after SHOW")
 
 
@@ -392,5 +446,5 @@ def _step(cursor: _Cursor) -> Step:
 _HANDLERS = {
     "CREATE": _create, "INSERT": _insert, "LOAD": _load, "SHOW": _show,
     "DESCRIBE": _describe, "DESC": _describe, "DROP": _drop, "VERIFY": _verify, "SEAL": _seal,
-    "SET": _set, "STEP": _step, "EXPLAIN": _explain,
+    "SET": _set, "STEP": _step, "EXPLAIN": _explain, "ALTER": _alter,
 }

@@ -26,11 +26,36 @@ class Statement:
 
 
 @dataclass(frozen=True)
+class Extent:
+    """A number of parts (``3 PARTS``) or a duration in seconds (``2 HOURS``), as written."""
+
+    value: int
+    unit: str                    # parts or seconds
+    start: int                   # where it is written
+
+    def parts(self, partition_length: int) -> int:
+        """In parts of the given length, rounding a duration up (never keep or allow less)."""
+        return self.value if self.unit == "parts" else -(-self.value // partition_length)
+
+
+@dataclass(frozen=True)
 class CreateStream(Statement):
     name: Name
     columns: Fragment            # the column list, e.g. "ts TIMESTAMP, src STRING"
     timestamp: Name | None       # the TIMESTAMP column; None means "the only TIMESTAMP column"
     partition_length: int
+    lateness: Extent | None = None   # ALLOWED LATENESS: older rows are refused (None: any late row is repaired)
+    retain: Extent | None = None     # RETAIN: older parts are dropped (None: kept)
+
+
+@dataclass(frozen=True)
+class Alter(Statement):
+    """``ALTER STREAM|VIEW x SET ALLOWED LATENESS e | SET RETAIN e | RESET ALLOWED LATENESS | RESET RETAIN``."""
+
+    kind: str                    # STREAM or VIEW
+    name: Name
+    option: str                  # lateness or retain
+    extent: Extent | None        # None: RESET (no bound)
 
 
 @dataclass(frozen=True)
@@ -99,6 +124,8 @@ class Query(Statement):
 class Show(Statement):
     what: str                    # STREAMS, VIEWS, TABLES, PARTS or PENDING
     name: Name | None = None
+    changed_since: str | None = None     # SHOW PARTS x CHANGED SINCE '<ts>'
+    changed_since_at: int = 0
 
 
 @dataclass(frozen=True)

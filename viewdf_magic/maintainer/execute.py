@@ -15,7 +15,7 @@ from ..catalog.model import PART_TIMESTAMP
 from ..language.queries import CompiledQuery, RefKind
 from ..storage.parts import PartStore
 from .spark_errors import spark_error
-from .timeline import ResolvedRef
+from .timeline import ResolvedRef, check_retained
 
 
 class QueryRunner:
@@ -51,6 +51,8 @@ class QueryRunner:
         dropped). That happens in SQL around the query, so Spark's positions for errors
         raised while the block runs the query still point into the user's text.
         """
+        if frames is None:
+            check_retained(self.catalog, query, refs)
         registered = []
         shift = 0
         try:

@@ -183,8 +183,9 @@ class Maintainer:
                 total += max(0, -(-horizon // definition.partition_length) - next_part)
         return total
 
-    def compute(self, step: PendingStep, plan: bool = False) -> StepReport:
-        """Compute, store and commit one view part."""
+    def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None) -> StepReport:
+        """Compute, store and commit one view part. With ``previous`` (the stored part, when late data
+        is repaired), an identical result keeps the stored part and only records that it was checked."""
         definition, subscript, how, query, refs = step.view, step.subscript, step.how, step.query, step.refs
         context = f"computing {definition.name}[{subscript}] ({how.upper()})"
         started = time.perf_counter()
@@ -193,13 +194,23 @@ class Maintainer:
         with self.runner.bound(query, refs, context=context, schema=definition.schema,
                                clause=how.upper()) as frame:
             plan_text = explain_text(frame) if plan else None
-            folder, rows = self.store.write_part(definition, subscript, frame)
+            folder, rows, checksum = self.store.write_part(definition, subscript, frame)
         seconds = time.perf_counter() - started
-        meta = PartMeta(subscript, rows, (folder,) if folder else (), seconds, lineage, time.time(), how)
-        self.catalog.commit([{"op": "part", "name": definition.key, "part": meta.to_json()}])
+        repair = ""
+        if previous is not None and previous.checksum == checksum and previous.how == how:
+            if folder:
+                self.store.fs.delete(folder)
+            self.catalog.commit([{"op": "verified", "name": definition.key, "subscript": subscript}])
+            repair = "unchanged"
+        else:
+            repairs = previous.repairs + 1 if previous is not None else 0
+            meta = PartMeta(subscript, rows, (folder,) if folder else (), seconds, lineage, time.time(), how,
+                            checksum, repairs=repairs)
+            self.catalog.commit([{"op": "part", "name": definition.key, "part": meta.to_json()}])
+            repair = "changed" if previous is not None else ""
         report = StepReport(definition.name, subscript, part_start(subscript, definition.partition_length),
                             how, rows, seconds, lineage, resolved_sql(query, refs), references, plan_text,
-                            self._preview_loader(definition, subscript))
+                            self._preview_loader(definition, subscript), repair)
         self.history.append(report)
         return report
 

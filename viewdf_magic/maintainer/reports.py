@@ -45,6 +45,7 @@ class StepReport:
     references: tuple[ReferenceReport, ...] = ()
     plan: str | None = None       # Spark physical plan, when asked for
     loader: Callable[[int], pd.DataFrame] | None = field(default=None, compare=False, repr=False)
+    repair: str = ""              # after late data: "changed" or "unchanged" (the stored part was kept)
 
     def preview(self, limit: int = 5) -> pd.DataFrame | None:
         """The first rows of the part this step produced (read on demand)."""
@@ -52,8 +53,9 @@ class StepReport:
 
     @property
     def title(self) -> str:
+        repair = f" after late data ({self.repair})" if self.repair else ""
         return (f"{self.view}[{self.subscript}] ({self.part_timestamp:%Y-%m-%d %H:%M:%S}) "
-                f"{self.how.upper()}: {self.rows} rows in {self.seconds:.3f}s")
+                f"{self.how.upper()}{repair}: {self.rows} rows in {self.seconds:.3f}s")
 
     def __str__(self) -> str:
         read = ", ".join(r.text for r in self.lineage) or "nothing"

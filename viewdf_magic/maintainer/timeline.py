@@ -39,6 +39,18 @@ class ResolvedRef:
         return range(self.first, self.last + 1)
 
 
+def check_retained(catalog: Catalog, query: CompiledQuery, refs: list[ResolvedRef]) -> None:
+    """Refuse to read parts that retention dropped: the result would silently miss rows."""
+    for ref in refs:
+        if ref.first is None or ref.last is None or ref.first > ref.last:
+            continue
+        state = catalog.state(ref.definition.name) if ref.definition.key in catalog.states else None
+        if state is not None and state.dropped_before is not None and ref.first < state.dropped_before:
+            raise query.fragment.error(
+                f"{ref.text} needs parts of {ref.definition.name} before part {state.dropped_before}, which "
+                f"were dropped by retention (RETAIN {state.retain} PARTS)", ref.binding.start, ref.binding.end)
+
+
 class Timeline:
     """Answers questions about existing parts from the catalog."""
 
@@ -46,14 +58,19 @@ class Timeline:
         self.catalog = catalog
 
     def start(self, definition: ObjectDef) -> int | None:
-        """The first part subscript of a stream or view (None while unknown)."""
+        """The first part subscript of a stream or view (None while unknown). A view without a
+        fixed start begins with its earliest source, so late rows before it move it back."""
         state = self.catalog.state(definition.name)
         if definition.kind == "stream":
             return state.first
         if definition.start is not None:
             return definition.start
-        if state.parts:
+        natural = self._start_from_sources(definition)
+        if natural is None and state.parts:
             return min(state.parts)
+        return natural
+
+    def _start_from_sources(self, definition: ObjectDef) -> int | None:
         starts = []
         for source in definition.sources:
             source_def = self.catalog.get(source)
@@ -110,7 +127,10 @@ class Timeline:
         if binding.kind in (RefKind.TABLE, RefKind.CATALOG):
             return ResolvedRef(binding, definition)
         first = self.start(definition)
-        if binding.kind is RefKind.ALL:
+        if binding.kind is RefKind.ALL:      # a bare name reads the parts the warehouse still has
+            dropped_before = self.catalog.state(definition.name).dropped_before
+            if first is not None and dropped_before is not None:
+                first = max(first, dropped_before)
             newest = self.newest(definition)
             return ResolvedRef(binding, definition, first, newest if first is not None else None)
         if binding.kind is RefKind.AS_OF:

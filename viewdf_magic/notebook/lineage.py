@@ -252,7 +252,7 @@ class LineageViewer:
             "compute seconds": f"{meta.seconds:.3f}" if meta is not None else "-",
             "last updated": (f"{pd.Timestamp(meta.updated, unit='s'):%Y-%m-%d %H:%M:%S} UTC"
                              if meta is not None else "-"),
-            "recomputed after late data": "no (the catalog records no late-data recomputation)",
+            "recomputed after late data": _late_data_text(meta),
             "read directly": ", ".join(r.text for r in meta.lineage) if meta is not None and meta.lineage else "-",
             "computed from, transitively": ", ".join(r.text for r in reads) or "-",
         }
@@ -263,3 +263,15 @@ class LineageViewer:
 
     def _repr_mimebundle_(self, **kwargs) -> dict:  # type: ignore[no-untyped-def]
         return self.widget._repr_mimebundle_(**kwargs)
+
+
+def _late_data_text(meta: PartMeta | None) -> str:
+    """A view part's recomputations after late data, or a stream part's late arrivals."""
+    if meta is None:
+        return "no"
+    if meta.repairs:
+        return f"yes, {meta.repairs} time(s)"
+    if meta.late_rows:
+        arrivals = ", ".join(f"{pd.Timestamp(t, unit='s'):%Y-%m-%d %H:%M:%S}" for t in meta.arrivals)
+        return f"it received late rows (batches arrived {arrivals} UTC)"
+    return "no"

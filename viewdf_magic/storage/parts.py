@@ -15,13 +15,23 @@ from typing import Iterable
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructField, StructType, TimestampType
+from pyspark.sql.column import Column
+from pyspark.sql.types import MapType, StructField, StructType, TimestampType
 
 from ..catalog.filesystem import HadoopFileSystem
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState
 from ..timeparts import subscript_sql
 
 PART_COLUMN = "__part"
+
+
+def content_checksum(schema: StructType) -> Column:
+    """An order-independent hash of a part's rows (a sum of row hashes), so a recomputed part can be
+    compared with the stored one without reading it back. NULL flags keep (NULL, 1) apart from (1, NULL)."""
+    columns = [F.to_json(F.col(f"`{f.name}`")) if isinstance(f.dataType, MapType) else F.col(f"`{f.name}`")
+               for f in schema.fields]
+    row_hash = F.xxhash64(*columns, F.array(*[c.isNull() for c in columns]))
+    return F.coalesce(F.sum(row_hash.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
 
 
 def stored_schema(definition: ObjectDef) -> StructType:
@@ -67,8 +77,9 @@ class PartStore:
     def new_folder(self, definition: ObjectDef) -> str:
         return f"data/{definition.id}/{uuid.uuid4().hex}"
 
-    def write_part(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> tuple[str, int]:
-        """Write one view part (``frame`` already has the view's columns); returns (folder, rows).
+    def write_part(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> tuple[str, int, str]:
+        """Write one view part (``frame`` already has the view's columns); returns (folder, rows,
+        checksum). An empty part writes no folder ("").
 
         With caching on, the part is computed into executor memory (a lazy local
         checkpoint, filled by the write job itself) and kept for the next steps
@@ -80,16 +91,18 @@ class PartStore:
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
         counted = Observation()
-        stamped.observe(counted, F.count(F.lit(1)).alias("rows")).write.parquet(self.fs.uri(folder))
+        stamped.observe(counted, F.count(F.lit(1)).alias("rows"),
+                        content_checksum(frame.schema).alias("checksum")).write.parquet(self.fs.uri(folder))
         rows = int(counted.get["rows"])
+        checksum = f"{rows}:{counted.get['checksum']}"
         if rows == 0:
             self.fs.delete(folder)
-            return "", 0
+            return "", 0, checksum
         if self.cache_size:
             self.cache[(definition.id, subscript)] = stamped
             while len(self.cache) > self.cache_size:
                 self.cache.popitem(last=False)
-        return folder, rows
+        return folder, rows, checksum
 
     def forget(self, definition: ObjectDef) -> None:
         for key in [k for k in self.cache if k[0] == definition.id]:

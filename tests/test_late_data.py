@@ -1,0 +1,177 @@
+"""Late and out-of-order rows: repair of every dependent view part, early cutoff, lateness bounds."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from viewdf_magic.demo import NETWORK_DDL
+from viewdf_magic.errors import ViewDFError
+from viewdf_magic.maintainer.maintainer import Maintainer
+from viewdf_magic.timeparts import subscript_of
+
+BASE = pd.Timestamp("2015-01-01 10:00")
+FIRST = subscript_of(BASE, 60)
+WINDOW_VIEW = ("CREATE VIEW Recent AS SELECT src, sum(loss) AS total, max(loss) AS peak, count(*) AS n "
+               "FROM M [WINDOW 3 MINUTES] GROUP BY src")
+PATTERN_VIEW = ("CREATE VIEW Rising AS SELECT src, dest, count(*) AS ct, sum(loss) AS total "
+                "FROM M PATTERN [a, b+] WHERE a.loss > 10 AND b.loss > a.loss GROUP BY src, dest")
+
+
+def batch(minutes: list[float], losses: list[int], src: str | list[str] = "a") -> pd.DataFrame:
+    return pd.DataFrame({"ts": [BASE + pd.Timedelta(minutes=m) for m in minutes], "src": src, "dest": "b",
+                         "loss": losses})
+
+
+def view2(warehouse) -> list[tuple]:
+    rows = warehouse.execute("SELECT * FROM View2")
+    return sorted((r.PART_TIMESTAMP.strftime("%H:%M"), r.ct, r.sum_loss) for r in rows.itertuples())
+
+
+def contents(warehouse, name: str) -> tuple[list[int], list[str]]:
+    """A view's part subscripts and its rows, each row as text (arrays and structs included)."""
+    parts = sorted(warehouse.parts(name)["part"])
+    frame = warehouse.run(f"SELECT * FROM {name}")[0].frame
+    return parts, sorted(str(row.asDict(recursive=True)) for row in frame.collect())
+
+
+def assert_equals_rebuild(warehouse, make_warehouse, ddl: list[str], rebuilt_name: str) -> None:
+    """Every view part equals the same warehouse rebuilt from scratch with all of the stream's rows."""
+    rebuilt = make_warehouse(rebuilt_name)
+    for statement in ddl:
+        rebuilt.execute(statement)
+    rebuilt.ingest("M", warehouse.execute("SELECT ts, src, dest, loss FROM M"))
+    for definition in warehouse.catalog.views():
+        assert contents(warehouse, definition.name) == contents(rebuilt, definition.name), definition.name
+
+
+def test_a_late_row_repairs_the_self_referencing_chain_up_to_the_newest_part(warehouse, make_warehouse):
+    warehouse.execute(NETWORK_DDL)
+    warehouse.ingest("M", batch([0, 1, 2, 4, 5, 6], [12, 15, 24, 20, 16, 7]))
+    assert view2(warehouse) == []          # 10:03 is missing, so no run reaches four parts
+    before = warehouse.parts("Helper").set_index("part")["last_updated"]
+    report = warehouse.ingest("M", batch([3], [30]))
+    assert report.late == [FIRST + 3] and report.late_rows == 1
+    # Helper[3..6] and View2[3..5] are recomputed; Helper[6] comes out empty as before, so View2[6]
+    # is skipped by the early cutoff.
+    assert [(s.view, s.subscript - FIRST, s.repair) for s in report.repair.steps] == \
+        [("Helper", 3, "changed"), ("Helper", 4, "changed"), ("Helper", 5, "changed"), ("Helper", 6, "unchanged"),
+         ("View2", 3, "changed"), ("View2", 4, "changed"), ("View2", 5, "changed")]
+    assert (report.repair.changed, report.repair.unchanged, report.repair.skipped) == (6, 1, 1)
+    assert "7 view part(s) recomputed (6 changed, 1 unchanged), 1 skipped by early cutoff" in str(report)
+    assert view2(warehouse) == [("10:03", 4, 81), ("10:04", 5, 101), ("10:05", 6, 117)]
+    after = warehouse.parts("Helper").set_index("part")
+    assert after.loc[FIRST + 6, "last_updated"] == before[FIRST + 6]      # unchanged content, unchanged time
+    assert after.loc[FIRST + 2, "last_updated"] == before[FIRST + 2]      # not affected at all
+    assert after.loc[FIRST + 3, "last_updated"] > before[FIRST + 3]
+    stream = warehouse.parts("M").set_index("part")
+    assert stream.loc[FIRST + 3, "how"] == "late" and stream.loc[FIRST + 3, "rows"] == 1
+    assert warehouse.catalog.state("Helper").parts[FIRST + 3].repairs == 1
+    assert_equals_rebuild(warehouse, make_warehouse, [NETWORK_DDL], "rebuilt")
+
+
+def test_late_rows_join_an_existing_part_and_can_precede_the_first_one(warehouse, make_warehouse):
+    warehouse.execute(NETWORK_DDL)
+    warehouse.ingest("M", batch([2, 3, 4], [11, 12, 13]))
+    assert warehouse.catalog.state("View2").parts.keys() == {FIRST + 2, FIRST + 3, FIRST + 4}
+    report = warehouse.ingest("M", batch([0, 3.5], [40, 50]))
+    assert report.late == [FIRST, FIRST + 3] and report.late_rows == 2
+    m = warehouse.catalog.state("M").parts
+    assert m[FIRST + 3].rows == 2 and len(m[FIRST + 3].folders) == 2 and len(m[FIRST + 3].arrivals) == 2
+    assert m[FIRST + 3].late_rows and m[FIRST].how == "late"
+    # The views now start at 10:00; 10:01 has no rows, so the run restarts at 10:02.
+    assert sorted(warehouse.catalog.state("View2").parts) == list(range(FIRST, FIRST + 5))
+    assert warehouse.catalog.state("Helper").parts[FIRST].how == "initialize"
+    assert warehouse.catalog.state("Helper").parts[FIRST + 2].how == "update"
+    sealed = warehouse.parts("M").set_index("part")
+    assert sealed.loc[FIRST + 1, "how"] == "sealed" and sealed.loc[FIRST + 1, "rows"] == 0
+    assert_equals_rebuild(warehouse, make_warehouse, [NETWORK_DDL], "rebuilt")
+
+
+def test_show_parts_changed_since_lists_the_parts_late_data_changed(warehouse):
+    warehouse.execute(NETWORK_DDL)
+    warehouse.ingest("M", batch([0, 1, 2, 4, 5, 6], [12, 15, 24, 20, 16, 7]))
+    mark = pd.Timestamp.now(tz="UTC").tz_localize(None)
+    time.sleep(0.01)
+    warehouse.ingest("M", batch([3], [30]))
+    changed = warehouse.execute(f"SHOW PARTS View2 CHANGED SINCE '{mark}'")
+    assert list(changed["part"] - FIRST) == [3, 4, 5]
+    helper = warehouse.execute(f"SHOW PARTS OF Helper CHANGED SINCE '{mark}'")
+    assert list(helper["part"] - FIRST) == [3, 4, 5]
+    with pytest.raises(ViewDFError, match="not a timestamp") as caught:
+        warehouse.execute("SHOW PARTS View2 CHANGED SINCE 'yesterday-ish'")
+    assert caught.value.position is not None
+
+
+def test_allowed_lateness_refuses_older_rows_and_writes_nothing(warehouse):
+    warehouse.execute("CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) "
+                      "PARTITION LENGTH 60 ALLOWED LATENESS 2 MINUTES;"
+                      "CREATE VIEW Total AS SELECT src, sum(loss) AS total FROM M [WINDOW 2 MINUTES] GROUP BY src")
+    warehouse.ingest("M", batch([0, 5], [1, 2]))
+    version = warehouse.catalog.version
+    with pytest.raises(ViewDFError) as caught:
+        warehouse.execute("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:02:10', 'a', 'b', 7)")
+    message = caught.value.message
+    assert "1 row(s) are more than ALLOWED LATENESS 2 PARTS behind the newest part of M" in message
+    assert "2015-01-01 10:05:00" in message and "Nothing was written" in message
+    assert caught.value.position is not None
+    assert warehouse.catalog.version == version
+    warehouse.execute("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:03:10', 'a', 'b', 7)")   # 2 parts late
+    total = warehouse.execute("SELECT total FROM Total WHERE PART_TIMESTAMP = '2015-01-01 10:04:00'")
+    assert list(total["total"]) == [7]
+    warehouse.execute("ALTER STREAM M RESET ALLOWED LATENESS")
+    warehouse.execute("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:00:30', 'a', 'b', 5)")
+    total = warehouse.execute("SELECT total FROM Total WHERE PART_TIMESTAMP = '2015-01-01 10:00:00'")
+    assert list(total["total"]) == [6]
+
+
+def test_an_interrupted_repair_is_finished_when_the_warehouse_reopens(warehouse, make_warehouse, monkeypatch):
+    warehouse.execute(NETWORK_DDL)
+    warehouse.ingest("M", batch([0, 1, 2, 4, 5, 6], [12, 15, 24, 20, 16, 7]))
+    original, calls = Maintainer.compute, []
+
+    def crash_on_the_third(self, step, plan=False, previous=None):
+        calls.append(step.subscript)
+        if len(calls) == 3:
+            raise KeyboardInterrupt        # the process dies in the middle of the repair
+        return original(self, step, plan, previous)
+
+    monkeypatch.setattr(Maintainer, "compute", crash_on_the_third)
+    with pytest.raises(KeyboardInterrupt):
+        warehouse.ingest("M", batch([3], [30]))
+    monkeypatch.setattr(Maintainer, "compute", original)
+    assert "repair" in warehouse.catalog.settings       # the batch is acknowledged, its repair is not done
+    reopened = make_warehouse()
+    assert [(s.view, s.subscript - FIRST) for s in reopened.recovered] == \
+        [("Helper", 5), ("Helper", 6), ("View2", 3), ("View2", 4), ("View2", 5)]
+    assert "repair" not in reopened.catalog.settings
+    assert view2(reopened) == [("10:03", 4, 81), ("10:04", 5, 101), ("10:05", 6, 117)]
+
+
+EXAMPLES = int(os.environ.get("VIEWDF_LATE_EXAMPLES", "3"))
+
+batches_strategy = st.lists(
+    st.lists(st.tuples(st.integers(0, 7), st.sampled_from(["a", "b"]), st.integers(-5, 40)), min_size=1, max_size=4),
+    min_size=2, max_size=4)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(batches=batches_strategy)
+def test_any_mix_of_on_time_and_late_batches_equals_a_rebuild(make_warehouse, batches):
+    """Hand-written (Helper/View2), window (SUM and MAX) and pattern views over the same stream."""
+    ddl = [NETWORK_DDL, WINDOW_VIEW, PATTERN_VIEW]
+    name = f"wh{time.monotonic_ns()}"
+    warehouse = make_warehouse(name)
+    for statement in ddl:
+        warehouse.execute(statement)
+    for rows in batches:
+        minutes = [m + 0.5 for m, _, _ in rows]
+        warehouse.ingest("M", batch(minutes, [loss for _, _, loss in rows], [src for _, src, _ in rows]))
+    assert "repair" not in warehouse.catalog.settings
+    assert_equals_rebuild(warehouse, make_warehouse, ddl, name + "-rebuilt")

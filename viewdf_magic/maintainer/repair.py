@@ -1,0 +1,128 @@
+"""Late-data repair: recompute every view part whose inputs changed after it was computed.
+
+Every part records the catalog version of its last content change (``changed``) and the
+version it was last computed or checked at (``verified``). A view part is *stale* when a
+part its query reads now changed after it was verified. Walking views in dependency order
+and each view's parts in time order recomputes stale parts; a recomputed part that comes
+out identical keeps its content and its ``changed`` version, so nothing downstream of it
+turns stale: that is the early cutoff. The walk is idempotent, so a repair interrupted by
+a crash is finished by running it again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from ..catalog.model import ObjectDef
+from ..errors import ViewDFError
+from .maintainer import MaintenanceFailure, Maintainer, PendingStep
+from .reports import StepReport
+
+REPAIR_SETTING = "repair"     # catalog setting: {"since": epoch seconds, "version": catalog version}
+
+
+@dataclass
+class RepairReport:
+    """What one repair did."""
+
+    steps: list[StepReport] = field(default_factory=list)    # parts recomputed or added
+    skipped: int = 0        # affected parts not recomputed because their inputs came out unchanged
+    failures: list[MaintenanceFailure] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return sum(1 for s in self.steps if s.repair != "unchanged")
+
+    @property
+    def unchanged(self) -> int:
+        return sum(1 for s in self.steps if s.repair == "unchanged")
+
+    def __str__(self) -> str:
+        if not self.steps and not self.skipped:
+            return "no view part depended on the late rows"
+        return (f"{len(self.steps)} view part(s) recomputed ({self.changed} changed, {self.unchanged} "
+                f"unchanged), {self.skipped} skipped by early cutoff")
+
+
+def request_repair(settings: dict[str, str], since: int, version: int) -> dict:
+    """The setting action that asks for a repair of everything from ``since`` (epoch seconds) on,
+    caused by changes at catalog ``version``; merged with a repair still pending."""
+    pending = settings.get(REPAIR_SETTING)
+    if pending is not None:
+        old = json.loads(pending)
+        since, version = min(since, old["since"]), min(version, old["version"])
+    return {"op": "setting", "key": REPAIR_SETTING, "value": json.dumps({"since": since, "version": version})}
+
+
+class Repairer:
+    """Brings every view part up to date with late-changed inputs."""
+
+    def __init__(self, maintainer: Maintainer) -> None:
+        self.maintainer = maintainer
+        self.catalog = maintainer.catalog
+        self.timeline = maintainer.timeline
+
+    @property
+    def pending(self) -> bool:
+        return REPAIR_SETTING in self.catalog.settings
+
+    def run(self) -> RepairReport:
+        """Repair what the pending request names; the request is cleared unless a view failed."""
+        report = RepairReport()
+        request = self.catalog.settings.get(REPAIR_SETTING)
+        if request is None:
+            return report
+        since, version = json.loads(request)["since"], json.loads(request)["version"]
+        touched: set[tuple[str, int]] = set()
+        blocked: set[str] = set()
+        for definition in self.catalog.views():
+            if definition.key in blocked:
+                continue
+            failure = self._repair_view(definition, since, version, touched, report)
+            if failure is not None:
+                report.failures.append(failure)
+                blocked.update(d.key for d in self.catalog.downstream(definition.name))
+        if not blocked:
+            self.catalog.commit([{"op": "setting", "key": REPAIR_SETTING, "value": None}])
+        return report
+
+    def _repair_view(self, definition: ObjectDef, since: int, version: int,
+                     touched: set[tuple[str, int]], report: RepairReport) -> MaintenanceFailure | None:
+        state = self.catalog.state(definition.name)
+        start = self.timeline.start(definition)
+        if not state.parts or start is None:
+            return None
+        first = max(start, since // definition.partition_length)
+        if state.dropped_before is not None:
+            first = max(first, state.dropped_before)
+        compiled = self.maintainer.compiled(definition)
+        for subscript in range(first, max(state.parts) + 1):
+            how, query = compiled.clause(subscript, subscript != start)
+            try:
+                refs = self.timeline.resolve(query, definition, subscript)
+            except ViewDFError as error:
+                return MaintenanceFailure(definition.name, subscript, error)
+            previous = state.parts.get(subscript)
+            inputs = [(ref.definition, s) for ref in refs for s in ref.subscripts]
+            affected = any(self._touched(d, s, version, touched) for d, s in inputs)
+            stale = (previous is None or previous.how != how
+                     or any(self._changed(d, s) > previous.verified for d, s in inputs))
+            if stale:
+                step = PendingStep(definition, subscript, how, query, refs, True)
+                try:
+                    report.steps.append(self.maintainer.compute(step, previous=previous))
+                except ViewDFError as error:
+                    return MaintenanceFailure(definition.name, subscript, error)
+                touched.add((definition.key, subscript))
+            elif affected:
+                report.skipped += 1
+                touched.add((definition.key, subscript))
+        return None
+
+    def _changed(self, definition: ObjectDef, subscript: int) -> int:
+        meta = self.catalog.state(definition.name).parts.get(subscript) if definition.partitioned else None
+        return meta.changed if meta is not None else 0
+
+    def _touched(self, definition: ObjectDef, subscript: int, version: int, touched: set[tuple[str, int]]) -> bool:
+        return (definition.key, subscript) in touched or self._changed(definition, subscript) >= version
