@@ -32,6 +32,7 @@ from .language.queries import CompiledQuery, RefKind, Scope, compile_query
 from .maintainer.execute import explain_text
 from .maintainer.maintainer import Maintainer, StepReport, resolved_sql
 from .maintainer.repair import RepairReport, Repairer
+from .maintainer.retention import Retention
 from .maintainer.spark_errors import check_runtime, spark_error
 from .maintainer.views import catalog_lookup
 from .session import embedded_session, prepare
@@ -110,7 +111,8 @@ class Warehouse:
         self.store = PartStore(self.spark, self.fs)
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
         self.repairer = Repairer(self.maintainer)
-        self.ingester = Ingester(self.spark, self.catalog, self.store)
+        self.retention = Retention(self.maintainer)
+        self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention)
         self.writer = WriterLock(self.fs, lock_timeout)
         self._lock = threading.RLock()
         self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data
@@ -254,6 +256,7 @@ class Warehouse:
             self.maintainer.failures = []
         if repair is not None:
             self.maintainer.failures[:0] = repair.failures
+        self.retention.apply()
         return steps
 
     def _maintenance_note(self) -> str:

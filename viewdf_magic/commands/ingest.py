@@ -20,6 +20,7 @@ from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..maintainer.maintainer import StepReport
 from ..maintainer.repair import RepairReport, request_repair
+from ..maintainer.retention import Retention
 from ..maintainer.spark_errors import spark_error, summary
 from ..storage.parts import PART_COLUMN, PartStore
 from ..timeparts import format_part, subscript_sql
@@ -109,10 +110,11 @@ def _cast(frame: DataFrame, pairs: list, error: ErrorAt) -> DataFrame:
 class Ingester:
     """Writes batches into stream parts and dimension tables."""
 
-    def __init__(self, spark: SparkSession, catalog: Catalog, store: PartStore) -> None:
+    def __init__(self, spark: SparkSession, catalog: Catalog, store: PartStore, retention: Retention) -> None:
         self.spark = spark
         self.catalog = catalog
         self.store = store
+        self.retention = retention
 
     def to_frame(self, data: pd.DataFrame | DataFrame) -> DataFrame:
         if isinstance(data, pd.DataFrame):
@@ -230,6 +232,11 @@ class Ingester:
             raise error(f"{sum(n for s, n in parts.items() if s < state.dropped_before)} row(s) belong to parts "
                         f"of {definition.name} before {format_part(state.dropped_before, length)}, which retention "
                         f"dropped; nothing was written")
+        if newest is not None and min(parts) <= newest:
+            reason = self.retention.unrepairable(definition, min(parts))
+            if reason is not None:
+                raise error(f"late rows for {format_part(min(parts), length)} cannot be repaired: {reason}; "
+                            f"nothing was written")
         low = min(parts) if first is None else min(min(parts), first)
         high = max(parts) if newest is None else max(max(parts), newest)
         new_parts = (high - low + 1) - (0 if first is None or newest is None else newest - first + 1)

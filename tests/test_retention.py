@@ -1,0 +1,99 @@
+"""Retention: helpers keep only the parts still needed; RETAIN drops old parts; dropped parts are never read."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from viewdf_magic.errors import ViewDFError
+
+from test_late_data import FIRST, PATTERN_VIEW, batch
+
+STREAM = "CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) PARTITION LENGTH 60"
+
+
+def kept(warehouse, name: str) -> list[int]:
+    return sorted(s - FIRST for s in warehouse.catalog.state(name).parts)
+
+
+def data_folders(warehouse, name: str) -> int:
+    root = warehouse.path[len("file:"):]
+    object_id = warehouse.catalog.get(name).id
+    folder = os.path.join(root, "data", object_id)
+    return sum(len(dirs) for _, dirs, _ in os.walk(folder) if dirs) if os.path.isdir(folder) else 0
+
+
+def test_a_pattern_helper_keeps_its_look_back_plus_the_lateness_bound(warehouse, make_warehouse):
+    warehouse.execute(STREAM + " ALLOWED LATENESS 2 PARTS")
+    warehouse.execute(PATTERN_VIEW)
+    warehouse.ingest("M", batch(list(range(10)), [11 + m for m in range(10)]))
+    # Helper[j] reads Helper[j-1]; a late row may still reach M[7], so Helper[6 .. 9] are kept.
+    assert kept(warehouse, "Rising__helper") == [6, 7, 8, 9]
+    assert warehouse.catalog.state("Rising__helper").dropped_before == FIRST + 6
+    assert data_folders(warehouse, "Rising__helper") == 4
+    assert kept(warehouse, "Rising") == list(range(10))        # the user's view and the stream keep everything
+    assert kept(warehouse, "M") == list(range(10))
+    report = warehouse.ingest("M", batch([7.5], [5]))            # late, within the bound: repaired
+    assert report.late == [FIRST + 7] and report.repair.steps
+    with pytest.raises(ViewDFError, match="ALLOWED LATENESS 2 PARTS"):
+        warehouse.ingest("M", batch([6.5], [5]))
+    assert warehouse.run("VERIFY VIEW Rising")[0].message == "Rising: all 10 part(s) equal their recomputation."
+    reopened = make_warehouse()
+    assert kept(reopened, "Rising__helper") == [6, 7, 8, 9]
+
+
+def test_without_a_lateness_bound_helpers_keep_every_part(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.execute(PATTERN_VIEW)
+    warehouse.ingest("M", batch(list(range(6)), [11 + m for m in range(6)]))
+    assert kept(warehouse, "Rising__helper") == list(range(6))
+
+
+def test_retain_drops_old_stream_parts_and_reading_them_is_a_clear_error(warehouse):
+    warehouse.execute(STREAM + " RETAIN 3 PARTS")
+    warehouse.execute("CREATE VIEW Pairs AS SELECT src, count(*) AS n FROM M [WINDOW 2 MINUTES] GROUP BY src")
+    warehouse.ingest("M", batch(list(range(8)), [1] * 8))
+    assert kept(warehouse, "M") == [5, 6, 7]
+    assert warehouse.catalog.state("M").dropped_before == FIRST + 5
+    shown = warehouse.execute("SHOW PARTS M")
+    assert list(shown["part"] - FIRST) == [5, 6, 7]
+    assert len(warehouse.execute("SELECT * FROM M")) == 3        # a bare name reads the parts still kept
+    with pytest.raises(ViewDFError) as caught:
+        warehouse.execute(f"SELECT * FROM M[{FIRST + 2} .. {FIRST + 6}]")
+    assert "dropped by retention (RETAIN 3 PARTS)" in caught.value.message
+    assert caught.value.position is not None
+    with pytest.raises(ViewDFError, match="before 2015-01-01 10:05:00, which retention dropped"):
+        warehouse.ingest("M", batch([1], [1]))
+    assert kept(warehouse, "Pairs") == list(range(8))
+
+
+def test_retain_never_drops_what_the_next_step_reads(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.execute("CREATE VIEW Wide AS "
+                      "INITIALIZE Wide[i] AS SELECT src, count(*) AS n FROM M[i-3 .. i] GROUP BY src "
+                      "UPDATE Wide[j] AS SELECT src, count(*) AS n FROM M[j-3 .. j] GROUP BY src "
+                      "PARTITION LENGTH 60")
+    warehouse.execute("ALTER STREAM M SET RETAIN 1 PARTS")
+    warehouse.ingest("M", batch(list(range(6)), [1] * 6))
+    # Wide's next part (10:06) reads M[10:03 .. 10:06]: those stay although RETAIN asks for one part.
+    assert kept(warehouse, "M") == [3, 4, 5]
+    warehouse.ingest("M", batch([6], [1]))
+    assert kept(warehouse, "M") == [4, 5, 6]
+    counts = warehouse.execute("SELECT n FROM Wide WHERE PART_TIMESTAMP = '2015-01-01 10:06:00'")
+    assert counts["n"].tolist() == [4]
+
+
+def test_retain_on_a_view_and_late_rows_it_can_no_longer_repair(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.execute("CREATE VIEW Totals AS SELECT src, sum(loss) AS total FROM M [WINDOW 2 MINUTES] GROUP BY src")
+    warehouse.execute("ALTER VIEW Totals SET RETAIN 2 PARTS")
+    warehouse.ingest("M", batch(list(range(5)), [1, 2, 3, 4, 5]))
+    assert kept(warehouse, "Totals") == [3, 4]
+    version = warehouse.catalog.version
+    with pytest.raises(ViewDFError, match="cannot be repaired: the part of Totals they change"):
+        warehouse.ingest("M", batch([1.5], [9]))
+    assert warehouse.catalog.version == version
+    warehouse.ingest("M", batch([3.5], [10]))
+    totals = warehouse.execute("SELECT total FROM Totals ORDER BY PART_TIMESTAMP")["total"].tolist()
+    assert totals == [3 + 4 + 10, 4 + 10 + 5]
