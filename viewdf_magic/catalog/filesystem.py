@@ -59,14 +59,25 @@ class HadoopFileSystem:
         finally:
             stream.close()
 
+    @property
+    def renames_atomically(self) -> bool:
+        """Local filesystems and HDFS rename a file atomically; object stores copy, then delete."""
+        return self.root.split(":", 1)[0].lower() in ("file", "hdfs", "viewfs")
+
     def write_text(self, relative: str, text: str) -> None:
-        """Publish a file whole: write a temporary file, then rename it into place.
+        """Publish a file whole. Where rename is atomic: write a temporary file, then rename it into
+        place. On object stores a single PUT is what becomes visible whole, so the file is written
+        directly (an object appears only when its upload completes).
 
         Raises FileExistsError if the destination already exists.
         """
         target = self._path(relative)
         if self._fs.exists(target):
             raise FileExistsError(self.uri(relative))
+        if not self.renames_atomically:
+            if not self.create_exclusive(relative, text):
+                raise FileExistsError(self.uri(relative))
+            return
         parent = relative.rsplit("/", 1)[0] if "/" in relative else ""
         temporary = self._path(f"{parent}/_tmp-{uuid.uuid4().hex}" if parent else f"_tmp-{uuid.uuid4().hex}")
         stream = self._fs.create(temporary, False)
