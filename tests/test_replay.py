@@ -193,6 +193,26 @@ def test_a_new_replay_skips_batches_already_in_the_stream(network):
     assert stream_parts(network) == PARTS[:3]
 
 
+def test_the_replay_links_to_explain_view_of_each_view(network):
+    network.execute("CREATE VIEW Runs AS SELECT src, dest, count(*) AS ct FROM M PATTERN [a, b+] "
+                    "WHERE a.loss > 10 AND b.loss > 10 GROUP BY src, dest")
+    replay = Replay(network, "M", STREAM, views=["Runs", "Totals"])
+    assert replay.explain_choice.options == ("hide", "Runs", "Totals")
+    replay.step()
+    assert replay.wait(120)
+    replay.explain_choice.value = "Runs"
+    shown = replay.explanation.value
+    assert shown.count("<svg") == 1 and "class='viewdf-figure'" in shown       # the FSM diagram
+    assert "Runs is a pattern query, translated into the FSM above" in shown
+    assert "CREATE VIEW Runs__helper AS" in shown
+    assert "Next part: Runs__helper[23668441] (2015-01-01 10:01:00), UPDATE, waiting." in shown
+    assert "== Physical Plan ==" in shown
+    replay.explain_choice.value = "Totals"
+    assert "<svg" not in replay.explanation.value and "UPDATE Totals[j] AS" in replay.explanation.value
+    replay.explain_choice.value = "hide"
+    assert replay.explanation.value == ""
+
+
 def test_sources_are_split_into_one_batch_per_part(network, spark, tmp_path):
     STREAM.to_csv(tmp_path / "m.csv", index=False)
     STREAM.to_parquet(tmp_path / "m.parquet", coerce_timestamps="us")     # Spark reads no nanoseconds

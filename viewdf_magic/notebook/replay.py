@@ -21,10 +21,12 @@ import pandas as pd
 
 from ..catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef
 from ..errors import ViewDFError
+from ..language.tokens import quote_name
 from ..maintainer.reports import StepReport
 from ..timeparts import format_part
 from ..warehouse import Warehouse
 from .batches import Batches, NetworkStream, Source
+from .render import ResultView
 from .timing_plot import TIMING_COLUMNS, TimingPlot
 
 __all__ = ["NetworkStream", "Replay", "replay", "same_rows"]
@@ -280,6 +282,13 @@ class Replay:
         self.position_label = widgets.HTML()
         self.status = widgets.HTML()
         self.tables = widgets.HTML()
+        self.explain_choice = widgets.ToggleButtons(options=["hide"] + [v.name for v in self.views], value="hide",
+                                                    description="EXPLAIN", style={"button_width": "auto"},
+                                                    tooltips=["hide the explanation"] + [
+                                                        f"EXPLAIN VIEW {v.name}: its FSM or strategy, ViewDFs and "
+                                                        f"the next step's Spark plans" for v in self.views])
+        self.explanation = widgets.HTML()
+        self.explain_choice.observe(lambda change: self.explain(change["new"]), names="value")
         self.play_button.on_click(lambda _: self.pause() if self.playing else self.play())
         self.step_button.on_click(lambda _: self.step())
         self.reset_button.on_click(lambda _: self.reset())
@@ -287,8 +296,22 @@ class Replay:
         self.naive_box.observe(self._naive_toggled, names="value")
         self.widget = widgets.VBox([
             widgets.HBox([self.play_button, self.step_button, self.reset_button, self.speed, self.naive_box]),
-            widgets.HBox([self.slider, self.position_label]), self.status, self.tables, self.plot.widget])
+            widgets.HBox([self.slider, self.position_label]), self.status, self.tables, self.plot.widget,
+            self.explain_choice, self.explanation])
         self._show()
+
+    def explain(self, view: str) -> None:
+        """Show EXPLAIN VIEW of one of the replayed views below the plot (``"hide"`` clears it): the FSM
+        diagram and tables of a pattern view, a window view's strategies, and the next step's plans."""
+        if view == "hide":
+            self.explanation.value = ""
+            return
+        try:
+            result = self.warehouse.run(f"EXPLAIN VIEW {quote_name(view)}")[0]
+        except ViewDFError as error:
+            self.explanation.value = f"<pre style='color: #b00'>{html.escape(str(error))}</pre>"
+            return
+        self.explanation.value = ResultView.of(result, DISPLAY_ROWS, "")._repr_html_()
 
     def _slide(self, change: dict) -> None:
         """Dragging forward ingests up to there; dragging back resets and replays up to there."""
