@@ -60,6 +60,58 @@ PROMISES = {
         r"Peaks__b1: \[11834221, 11834222\]",                      # the 2-minute blocks 10:02 and 10:04
         r"M: \[23668442, 23668443, 23668444, 23668445\]",
     ],
+    "04-late-data": [
+        # 10:03 is missing: sealed empty; Helper 6, View2 6, Recent__pre 6, __b1 3 (2-minute blocks), __sum 6, Recent 6
+        r"Inserted 5 rows into 5 part\(s\) of M, 1 empty part\(s\) sealed; 33 view part\(s\) computed\.",
+        # before: the run breaks at 10:03 and restarts at 1; no alarm; the window 10:02 .. 10:04 holds 15+20
+        r"2015-01-01 10:02:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+2\s+27\n2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+1\s+20\n",
+        r"PART_TIMESTAMP  src  dest  ct  sum_loss\n\(0 rows\)",
+        r"2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+35\s+20\n",
+        # the late 24: Helper 10:03 .. 10:06 (10:06 unchanged), View2 10:03 .. 10:05 (10:03 unchanged, 10:06 skipped),
+        # Recent__pre 10:03, the block 10:02-10:03, Recent__sum 10:03 .. 10:06 (10:06 unchanged), Recent 10:03 .. 10:05
+        r"Inserted 1 rows into 1 part\(s\) of M \(1 late row\(s\) into 1 earlier part\(s\)\); late data: "
+        r"16 view part\(s\) recomputed \(13 changed, 3 unchanged\), 2 skipped by early cutoff\.",
+        r"Helper\[2015-01-01 10:03:00 \.\. 10:06:00\], View2\[2015-01-01 10:03:00 \.\. 10:05:00\], "
+        r"Recent__pre\[2015-01-01 10:03:00\], Recent__b1\[2015-01-01 10:02:00\], "
+        r"Recent__sum\[2015-01-01 10:03:00 \.\. 10:06:00\], Recent\[2015-01-01 10:03:00 \.\. 10:05:00\]",
+        # after: the paper's numbers, 12+15+24 = 51, +20 = 71, +16 = 87
+        r"2015-01-01 10:03:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+3\s+51\n",
+        r"2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+4\s+71\n2015-01-01 10:05:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+5\s+87\n"
+        r"\(2 rows\)",
+        # windows 10:01-10:03 = 12+15+24, 10:02-10:04 = 15+24+20, 10:03-10:05 = 24+20+16; 10:04-10:06 as before
+        r"2015-01-01 10:03:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+51\s+24\n2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+59\s+24\n"
+        r"2015-01-01 10:05:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+60\s+24\n2015-01-01 10:06:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+43\s+20\n"
+        r"\(6 rows\)",
+        # CHANGED SINCE: View2 10:04, 10:05; Helper 10:03 .. 10:05
+        r"View2\s+23668444\s+2015-01-01 10:04:00\s+1\s+[\d.]+\s+update\s+Helper\[23668444\]\s+[\d-]+ [\d:.]+\n"
+        r"View2\s+23668445\s+2015-01-01 10:05:00\s+1\s+[\d.]+\s+update\s+Helper\[23668445\]\s+[\d-]+ [\d:.]+\n\(2 rows\)",
+        r"Helper\s+23668443\s+2015-01-01 10:03:00\s+1\s+[\d.]+\s+update\s+M\[23668443\], Helper\[23668442\]\s+[\d-]+ [\d:.]+\n"
+        r"Helper\s+23668444\s+2015-01-01 10:04:00\s+1\s+[\d.]+\s+update\s+M\[23668444\], Helper\[23668443\]\s+[\d-]+ [\d:.]+\n"
+        r"Helper\s+23668445\s+2015-01-01 10:05:00\s+1\s+[\d.]+\s+update\s+M\[23668445\], Helper\[23668444\]\s+[\d-]+ [\d:.]+\n"
+        r"\(3 rows\)",
+        r"2015-01-01 10:02:00\s+1\s+ingest\n2015-01-01 10:03:00\s+1\s+late\n2015-01-01 10:04:00\s+1\s+ingest\n",
+        # the lineage viewer's details panel: View2[10:04] read Helper[10:04], and through the chain all since 10:01
+        r"part: View2\[23668444\] \(2015-01-01 10:04:00\)\nhow: update\nrows: 1\n",
+        r"recomputed after late data: yes, 1 time\(s\)\nread directly: Helper\[23668444\]\n"
+        r"computed from, transitively: Helper\[23668441 \.\. 23668444\], M\[23668441 \.\. 23668444\]\n",
+        r"part: M\[23668443\] \(2015-01-01 10:03:00\)\nhow: late\nrows: 1\n",
+        r"recomputed after late data: it received late rows \(batches arrived \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)\n",
+        # 10:02 is 4 parts behind 10:06
+        r"M: ALLOWED LATENESS 2 PARTS\.",
+        r"1 row\(s\) are more than ALLOWED LATENESS 2 PARTS behind the newest part of M \(2015-01-01 10:06:00\); "
+        r"the oldest is for 2015-01-01 10:02:00\. Nothing was written",
+        # a loss of 3 at 10:05: Helper[10:05] unchanged (Helper[10:06], View2[10:05], View2[10:06] skipped);
+        # Recent__pre 10:05, the block 10:04-10:05, Recent__sum and Recent 10:05, 10:06 changed
+        r"Inserted 1 rows into 1 part\(s\) of M \(1 late row\(s\) into 1 earlier part\(s\)\); late data: "
+        r"7 view part\(s\) recomputed \(6 changed, 1 unchanged\), 3 skipped by early cutoff\.",
+        r"2015-01-01 10:05:00\s+10\.0\.0\.5\s+10\.0\.0\.6\s+3\s+3\n2015-01-01 10:06:00\s+10\.0\.0\.5\s+10\.0\.0\.6\s+3\s+3\n"
+        r"\(2 rows\)",
+        r"Recent: all 6 part\(s\) equal their recomputation\.",
+        # the refused row (10:02:30, 40) is not in M
+        r"2015-01-01 10:02:10\s+10\.0\.0\.1\s+10\.0\.0\.2\s+15\n2015-01-01 10:03:10\s+10\.0\.0\.1\s+10\.0\.0\.2\s+24\n",
+        r"7 rows into 6 part\(s\) of M; 12 view part\(s\) computed",
+        r"Helper and View2 equal the rebuild: True",
+    ],
     "05-benchmarking": [
         # once the 4-minute window is full: View1 reads M[j], View1__helper[j-1] and [j]; Sums__pre M[j],
         # Sums__sum itself and the new and the expired minute, Sums the running sum
