@@ -247,15 +247,26 @@ class Warehouse:
     def _maintain(self) -> list[StepReport]:
         """Repair view parts that late data changed (in any mode), then, in auto mode, compute
         everything that is ready; failures are recorded in ``maintainer.failures``, not raised."""
-        repair = self.repairer.run() if self.repairer.pending else None
+        repair = RepairReport() if self.repairer.pending else None
+        steps: list[StepReport] = []
+        failures = []
+        while True:
+            progress = 0
+            if repair is not None and self.repairer.pending:
+                done = self.repairer.run()
+                repair.add(done)
+                steps += done.steps
+                failures += done.failures
+                progress += len(done.steps)
+            if self.maintenance == "auto":
+                computed = self.maintainer.cascade()
+                steps += computed
+                failures += self.maintainer.failures
+                progress += len(computed)
+            if not self.repairer.pending or not progress:
+                break      # a repair waiting for parts that computed nothing new waits for the next change
         self.last_repair = repair
-        steps = list(repair.steps) if repair is not None else []
-        if self.maintenance == "auto":
-            steps += self.maintainer.cascade()
-        else:
-            self.maintainer.failures = []
-        if repair is not None:
-            self.maintainer.failures[:0] = repair.failures
+        self.maintainer.failures = list({(f.view, f.subscript): f for f in failures}.values())
         self.retention.apply()
         return steps
 

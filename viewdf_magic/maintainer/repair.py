@@ -28,7 +28,15 @@ class RepairReport:
 
     steps: list[StepReport] = field(default_factory=list)    # parts recomputed or added
     skipped: int = 0        # affected parts not recomputed because their inputs came out unchanged
+    deferred: int = 0       # stale parts waiting for a source part that is not computed yet
     failures: list[MaintenanceFailure] = field(default_factory=list)
+
+    def add(self, other: "RepairReport") -> None:
+        """Fold a later pass of the same repair into this report."""
+        self.steps += other.steps
+        self.skipped += other.skipped
+        self.deferred = other.deferred
+        self.failures += other.failures
 
     @property
     def changed(self) -> int:
@@ -68,7 +76,9 @@ class Repairer:
         return REPAIR_SETTING in self.catalog.settings
 
     def run(self) -> RepairReport:
-        """Repair what the pending request names; the request is cleared unless a view failed."""
+        """Repair what the pending request names. The request is cleared unless a view failed or a stale
+        part waits for a source part that maintenance has not computed yet (a start that moved back
+        creates such parts); running again after maintenance finishes the repair."""
         report = RepairReport()
         request = self.catalog.settings.get(REPAIR_SETTING)
         if request is None:
@@ -83,7 +93,7 @@ class Repairer:
             if failure is not None:
                 report.failures.append(failure)
                 blocked.update(d.key for d in self.catalog.downstream(definition.name))
-        if not blocked:
+        if not blocked and not report.deferred:
             self.catalog.commit([{"op": "setting", "key": REPAIR_SETTING, "value": None}])
         return report
 
@@ -108,7 +118,9 @@ class Repairer:
             affected = any(self._touched(d, s, version, touched) for d, s in inputs)
             stale = (previous is None or previous.how != how
                      or any(self._changed(d, s) > previous.verified for d, s in inputs))
-            if stale:
+            if stale and not all(self.timeline.available(ref, definition) for ref in refs):
+                report.deferred += 1
+            elif stale:
                 step = PendingStep(definition, subscript, how, query, refs, True)
                 try:
                     report.steps.append(self.maintainer.compute(step, previous=previous))
