@@ -19,9 +19,10 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.tokens import Token, TokenType
 
+from ..errors import ViewDFError
 from .source import Fragment, Replacement, RewrittenText
 from .subscripts import Subscript, parse_subscript
-from .tokens import IDENTIFIER_TYPES, tokenize
+from .tokens import IDENTIFIER_TYPES, ViewDFSpark, tokenize
 
 
 class ObjectKind(Enum):
@@ -206,7 +207,7 @@ def parse_query(rewritten: RewrittenText) -> exp.Expression:
     """Parse a rewritten query with sqlglot (Spark dialect); errors point at the user's text."""
     text = rewritten.text
     try:
-        trees = [tree for tree in sqlglot.parse(text, read="spark") if tree is not None]
+        trees = [tree for tree in sqlglot.parse(text, read=ViewDFSpark) if tree is not None]
     except ParseError as exc:
         detail = exc.errors[0] if exc.errors else {}
         offset = _offset(text, detail.get("line"), detail.get("col"), detail.get("highlight", ""))
@@ -218,9 +219,34 @@ def parse_query(rewritten: RewrittenText) -> exp.Expression:
         message = f"SQL syntax error: {description}" + (f" near '{highlight}'" if highlight else "")
         raise rewritten.error(message, offset, None if offset is None else offset + max(1, len(highlight))) \
             from None
+    except RecursionError:
+        # sqlglot's parser recurses once per nesting level (and Python's stack is small): a few dozen
+        # nested parentheses are enough. Point at the deepest nesting.
+        offset = _deepest(text)
+        raise rewritten.error("the query is nested too deeply to read (too many nested parentheses, "
+                              "brackets, subqueries or operators); simplify it", offset,
+                              None if offset is None else offset + 1) from None
     if len(trees) != 1 or not isinstance(trees[0], (exp.Query, exp.Values)):
         raise rewritten.error("expected a single query (SELECT, WITH or VALUES)")
     return trees[0]
+
+
+def _deepest(text: str) -> int | None:
+    """Offset of the first opening parenthesis or bracket at the deepest nesting of ``text``."""
+    try:
+        tokens = tokenize(text)
+    except ViewDFError:
+        return None
+    depth = deepest = 0
+    at = None
+    for token in tokens:
+        if token.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+            if depth > deepest:
+                deepest, at = depth, token.start
+        elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+    return at
 
 
 def _offset(text: str, line: int | None, col: int | None, highlight: str) -> int | None:

@@ -7,6 +7,10 @@ from dataclasses import dataclass, field
 
 from .source import Fragment
 
+# At most this many syntax nodes in one subscript (``i*60+59`` has 7): deeper expressions would
+# make evaluation recurse too far, and nobody writes them.
+MAX_NODES = 200
+
 _OPERATORS = {
     ast.Add: lambda a, b: a + b,
     ast.Sub: lambda a, b: a - b,
@@ -46,14 +50,34 @@ def parse_subscript(fragment: Fragment, allowed: set[str]) -> Subscript:
     try:
         tree = ast.parse(stripped, mode="eval").body
     except SyntaxError as exc:
-        col = (exc.offset or 1) - 1
-        at = fragment.start + lead + min(col, len(stripped) - 1)
-        raise fragment.error(f"bad partition subscript '{stripped}': expected integer arithmetic "
+        col = (exc.offset or 1) - 1 if (exc.lineno or 1) == 1 else 0
+        at = fragment.start + lead + max(0, min(col, len(stripped) - 1))
+        raise fragment.error(f"bad partition subscript '{_shown(stripped)}': expected integer arithmetic "
                              f"on {_names(allowed)}", at, at + 1) from None
+    except (RecursionError, MemoryError, ValueError):
+        at = fragment.start + lead
+        raise fragment.error(f"partition subscript too long or too deeply nested: '{_shown(stripped)}'",
+                             at, at + 1) from None
+    nodes = list(ast.walk(tree))
+    if len(nodes) > MAX_NODES:
+        at = fragment.start + lead
+        raise fragment.error(f"partition subscript too long ({len(nodes)} parts, at most {MAX_NODES}): "
+                             f"'{_shown(stripped)}'", at, at + len(stripped))
     used: set[str] = set()
     canonical = {name.lower(): name for name in allowed}
-    for node in ast.walk(tree):
-        at = fragment.start + lead + getattr(node, "col_offset", 0)
+    lines = stripped.split("\n")
+    starts = [0]
+    for line in lines[:-1]:
+        starts.append(starts[-1] + len(line) + 1)
+
+    def offset(node: ast.AST) -> int:
+        """Where ``node`` starts in the source (ast counts UTF-8 bytes within a line)."""
+        row = min(max(getattr(node, "lineno", 1), 1), len(lines)) - 1
+        column = len(lines[row].encode("utf-8")[:getattr(node, "col_offset", 0)].decode("utf-8", "ignore"))
+        return fragment.start + lead + starts[row] + column
+
+    for node in nodes:
+        at = offset(node)
         if isinstance(node, ast.Name):
             if node.id.lower() not in canonical:
                 raise fragment.error(f"unknown name '{node.id}' in partition subscript; "
@@ -67,6 +91,9 @@ def parse_subscript(fragment: Fragment, allowed: set[str]) -> Subscript:
         elif isinstance(node, ast.BinOp):
             if type(node.op) not in _OPERATORS:
                 raise fragment.error("partition subscripts allow + - * / % only", at, at + 1)
+            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)) and _is_zero(node.right):
+                right = offset(node.right)
+                raise fragment.error("division by zero in a partition subscript", right, right + 1)
         elif isinstance(node, ast.UnaryOp):
             if not isinstance(node.op, (ast.USub, ast.UAdd)):
                 raise fragment.error("partition subscripts allow + - * / % only", at, at + 1)
@@ -74,6 +101,27 @@ def parse_subscript(fragment: Fragment, allowed: set[str]) -> Subscript:
             raise fragment.error(f"bad partition subscript '{stripped}': expected integer "
                                  f"arithmetic on {_names(allowed)}", at, at + 1)
     return Subscript(stripped, tree, frozenset(used))
+
+
+def _is_zero(node: ast.expr) -> bool:
+    """Is ``node`` a constant expression (no part variable) that is 0, or that divides by 0 itself?"""
+    if any(isinstance(item, ast.Name) for item in ast.walk(node)):
+        return False
+    if not all(isinstance(item, (ast.Constant, ast.BinOp, ast.UnaryOp, ast.operator, ast.unaryop))
+               for item in ast.walk(node)) or \
+            not all(type(item.value) is int for item in ast.walk(node) if isinstance(item, ast.Constant)) or \
+            not all(type(item.op) in _OPERATORS for item in ast.walk(node) if isinstance(item, ast.BinOp)) or \
+            not all(isinstance(item.op, (ast.USub, ast.UAdd)) for item in ast.walk(node)
+                    if isinstance(item, ast.UnaryOp)):
+        return False      # reported by the checks on its own nodes
+    try:
+        return _evaluate(node, {}) == 0
+    except ZeroDivisionError:
+        return True
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _names(allowed: set[str]) -> str:

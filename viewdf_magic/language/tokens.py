@@ -13,7 +13,17 @@ from .source import Fragment
 
 
 
-class _Tokenizer(Spark.Tokenizer):
+class ViewDFSpark(Spark):
+    """Spark SQL as Spark itself reads string literals: inside a string, a doubled quote of its own kind
+    is one quote (``'it''s'`` is it's, as with ``'it\\'s'``). sqlglot's Spark dialect reads ``'it''s'`` as
+    the two literals ``'it' 's'`` (``CONCAT('it', 's')``), so translated views, which re-render the
+    user's conditions, would compare with another value than the user's query."""
+
+    class Tokenizer(Spark.Tokenizer):
+        STRING_ESCAPES = [*Spark.Tokenizer.STRING_ESCAPES, "'", '"']
+
+
+class _Tokenizer(ViewDFSpark.Tokenizer):
     """Spark's tokenizer, except that SHOW and friends do not swallow the rest of the statement."""
 
     COMMANDS: set = set()
@@ -25,18 +35,21 @@ IDENTIFIER_TYPES = {TokenType.VAR, TokenType.IDENTIFIER}
 def tokenize(source: str) -> list[Token]:
     """All tokens of ``source``; token offsets are absolute positions in it."""
     try:
-        return list(_Tokenizer(dialect="spark").tokenize(source))
+        return list(_Tokenizer(dialect=ViewDFSpark).tokenize(source))
     except TokenError as exc:
-        raise ViewDFError(f"cannot read the input: {_unterminated(source) or exc}",
-                          text=source, position=_unterminated_position(source)) from None
+        found = _unterminated(source)
+        if found is not None:
+            position, what = found
+            raise ViewDFError(f"cannot read the input: {what}", text=source, position=position) from None
+        # Not a quote or comment left open: sqlglot names the text around where it stopped reading.
+        stopped = getattr(exc, "start", 0) or 0
+        position = min(len(source), stopped + 50) if stopped else 0
+        raise ViewDFError(f"cannot read the input: {exc}", text=source, position=position) from None
 
 
-def _unterminated(source: str) -> str | None:
-    return "unterminated string or quoted identifier" if _unterminated_position(source) is not None else None
-
-
-def _unterminated_position(source: str) -> int | None:
-    """Where an unterminated quote starts, found by a plain scan."""
+def _unterminated(source: str) -> tuple[int, str] | None:
+    """Where a string, quoted name or comment left open starts, and which, found by a plain scan
+    (bracketed comments nest, as in Spark)."""
     quote = None
     start = 0
     index = 0
@@ -48,19 +61,30 @@ def _unterminated_position(source: str) -> int | None:
                 index = len(source) if newline < 0 else newline
                 continue
             if source.startswith("/*", index):
-                close = source.find("*/", index + 2)
-                if close < 0:
-                    return index
-                index = close + 2
+                depth, at = 1, index + 2
+                while depth and at < len(source):
+                    if source.startswith("/*", at):
+                        depth, at = depth + 1, at + 2
+                    elif source.startswith("*/", at):
+                        depth, at = depth - 1, at + 2
+                    else:
+                        at += 1
+                if depth:
+                    return index, "unterminated comment"
+                index = at
                 continue
             if char in "'\"`":
                 quote, start = char, index
         elif char == "\\" and quote != "`":
             index += 1
+        elif char == quote and source.startswith(quote * 2, index):
+            index += 1          # a doubled quote inside a string or name is one quote
         elif char == quote:
             quote = None
         index += 1
-    return start if quote is not None else None
+    if quote is None:
+        return None
+    return start, "unterminated quoted name" if quote == "`" else "unterminated string"
 
 
 @dataclass(frozen=True)

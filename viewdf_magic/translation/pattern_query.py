@@ -298,10 +298,15 @@ def analyze_pattern(query: Fragment, clause: PatternClause) -> PatternQuery:
 
 
 def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        return _conjuncts(node.this) + _conjuncts(node.expression)
-    return [node]
+    """The operands of a chain of ANDs, left to right (without recursion: a long chain is deep)."""
+    found, pending = [], [node]
+    while pending:
+        item = pending.pop().unnest()
+        if isinstance(item, exp.And):
+            pending += [item.expression, item.this]
+        else:
+            found.append(item)
+    return found
 
 
 def _output_name(item: exp.Expression, inner: exp.Expression, rewritten: RewrittenText,
