@@ -31,10 +31,13 @@ def to_utc(value: TimestampLike) -> pd.Timestamp:
     return stamp.tz_localize("UTC") if stamp.tzinfo is None else stamp.tz_convert("UTC")
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc)
+
+
 def epoch_micros(value: TimestampLike) -> int:
-    """Microseconds since the Unix epoch, exactly."""
-    stamp = to_utc(value)
-    return stamp.value // 1000
+    """Microseconds since the Unix epoch, exactly (any year from 1 to 9999)."""
+    delta = to_utc(value).to_pydatetime(warn=False) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def subscript_of(value: TimestampLike, length: int) -> int:
@@ -43,13 +46,20 @@ def subscript_of(value: TimestampLike, length: int) -> int:
 
 
 def part_start(subscript: int, length: int) -> pd.Timestamp:
-    """The start of a part as a naive UTC timestamp (how Spark returns it)."""
-    return pd.Timestamp(subscript * length * 1_000_000_000)
+    """The start of a part as a naive UTC timestamp (how Spark returns it); NaT outside the years
+    pandas can represent (1677 to 2262)."""
+    try:
+        return pd.Timestamp(subscript * length, unit="s")
+    except (OverflowError, ValueError):      # OutOfBoundsDatetime is a ValueError
+        return pd.NaT
 
 
 def format_part(subscript: int, length: int) -> str:
-    """A part's start, human readable, e.g. ``2015-01-01 10:04:00``."""
-    return part_start(subscript, length).strftime("%Y-%m-%d %H:%M:%S")
+    """A part's start, human readable, e.g. ``2015-01-01 10:04:00`` (``part N`` beyond year 9999)."""
+    try:
+        return (dt.datetime(1970, 1, 1) + dt.timedelta(seconds=subscript * length)).strftime("%Y-%m-%d %H:%M:%S")
+    except OverflowError:
+        return f"part {subscript}"
 
 
 def subscript_sql(column: str, length: int) -> str:

@@ -24,7 +24,7 @@ from .commands.pattern_views import explain_tables, plan_pattern_view, replan
 from .commands.window_views import plan_window_view
 from .translation.fsm_diagram import fsm_svg
 from .translation.pattern_query import find_pattern
-from .commands.ingest import IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
+from .commands.ingest import MAX_NEW_PARTS, IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
 from .errors import ViewDFError
 from .language import statements as st
 from .language.parser import parse
@@ -495,7 +495,9 @@ class Warehouse:
 
     def _run_Step(self, statement: st.Step) -> Result:
         if statement.view is not None:
-            self._require(statement.view.text, ("view",), statement, statement.view)
+            definition = self._require(statement.view.text, ("view",), statement, statement.view)
+            if self.maintainer.next_step(definition) is None:
+                raise statement.fragment.error(self._not_ready(definition), statement.view.start, statement.view.end)
         steps = self.step(statement.view.text if statement.view else None, statement.count, statement.plan)
         message = f"Computed {len(steps)} view part(s)." if steps else "Nothing is ready to compute."
         return Result(statement, message, steps=steps)
@@ -613,6 +615,10 @@ class Warehouse:
         if newest is not None and through <= newest:
             return Result(statement, f"{definition.name} is already sealed through "
                                      f"{format_part(newest, definition.partition_length)}.")
+        if newest is not None and through - newest > MAX_NEW_PARTS:
+            raise statement.fragment.error(
+                f"sealing through {statement.through} would create {through - newest:,} empty parts of "
+                f"{definition.name}; the limit is {MAX_NEW_PARTS:,}", statement.through_at)
         self.catalog.commit([{"op": "advance", "name": definition.key, "through": through, "updated": time.time()}])
         steps = self._maintain()
         return Result(statement, f"Sealed {definition.name} through "

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pandas as pd
-from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType
@@ -18,10 +17,11 @@ from ..catalog.catalog import Catalog
 from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
+from ..language.tokens import quote_name
 from ..maintainer.maintainer import StepReport
 from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
-from ..maintainer.spark_errors import spark_error, summary
+from ..maintainer.spark_errors import SPARK_ERRORS, spark_error, summary
 from ..storage.parts import PART_COLUMN, PartStore
 from ..timeparts import format_part, subscript_sql
 
@@ -101,9 +101,9 @@ def conform_by_position(frame: DataFrame, schema: StructType, columns: list[str]
 
 def _cast(frame: DataFrame, pairs: list, error: ErrorAt) -> DataFrame:
     try:
-        return frame.select([F.col(f"`{source}`").cast(target.dataType).alias(target.name)
+        return frame.select([F.col(quote_name(source)).cast(target.dataType).alias(target.name)
                              for source, target in pairs])
-    except PySparkException as exc:
+    except SPARK_ERRORS as exc:
         raise error(f"schema mismatch: {spark_error(exc).message}") from None
 
 
@@ -135,6 +135,8 @@ class Ingester:
             raise error("cannot tell the file's format from its name; add FORMAT csv, parquet or json")
         options = {k.lower(): v for k, v in options.items()}
         reader = self.spark.read.format(fmt)
+        if fmt in ("csv", "json"):
+            options.setdefault("mode", "FAILFAST")     # a malformed or ragged row is an error, not NULLs
         if fmt == "csv":
             options.setdefault("header", "true")
             options["inferSchema"] = "false"
@@ -145,8 +147,8 @@ class Ingester:
             if fmt == "csv" and options["header"].lower() == "false":
                 return conform_by_position(frame, schema, None, error)
             if fmt == "csv":   # all CSV columns are strings; ANSI casts reject malformed values
-                frame = frame.select([F.col(f"`{c}`").cast(StringType()) for c in frame.columns])
-        except PySparkException as exc:
+                frame = frame.select([F.col(quote_name(c)).cast(StringType()) for c in frame.columns])
+        except SPARK_ERRORS as exc:
             raise error(f"cannot read '{path}': {spark_error(exc).message}") from None
         return conform_by_name(frame, schema, error)
 
@@ -156,7 +158,7 @@ class Ingester:
         if not frame.columns:
             return report
         started = time.perf_counter()
-        subscript = F.expr(subscript_sql(f"`{definition.timestamp_column}`", definition.partition_length))
+        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.partition_length))
         cached = None
         folder = None
         try:
@@ -168,10 +170,10 @@ class Ingester:
                 return report
             folder = self.store.new_folder(definition)
             self.store.write_batch(definition, cached, folder)
-        except PySparkException as exc:
+        except SPARK_ERRORS as exc:
             if folder is not None:
                 self.store.fs.delete(folder)
-            raise error(f"cannot store the batch for {definition.name}: {summary(exc)}; nothing was written") \
+            raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                 from None
         finally:
             if cached is not None:
@@ -251,7 +253,7 @@ class Ingester:
         folder = self.store.new_folder(definition)
         try:
             rows = self.store.write_table(definition, frame, folder)
-        except PySparkException as exc:
+        except SPARK_ERRORS as exc:
             self.store.fs.delete(folder)
             raise error(f"cannot write to {definition.name}: {summary(exc)}; nothing was written") from None
         if not rows:
@@ -261,6 +263,13 @@ class Ingester:
                         "rows": rows, "updated": time.time()})
         self.catalog.commit(actions)
         return rows
+
+
+def _reason(exc: BaseException) -> str:
+    """Why a batch could not be stored: Spark reports a FAILFAST parse failure as a read error."""
+    if "Malformed records are detected" in str(exc):
+        return "the file has malformed rows (a field missing or one too many, or a value that cannot be parsed)"
+    return summary(exc)
 
 
 def stream_schema_check(schema: StructType, error: ErrorAt) -> None:

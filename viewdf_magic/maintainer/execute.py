@@ -6,7 +6,6 @@ import io
 from contextlib import contextmanager, redirect_stdout
 from typing import Callable, Iterator
 
-from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -14,8 +13,8 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP
 from ..language.queries import CompiledQuery, RefKind
 from ..storage.parts import PartStore
-from .spark_errors import spark_error
-from .timeline import ResolvedRef, check_retained
+from .spark_errors import SPARK_ERRORS, spark_error
+from .timeline import ResolvedRef, check_retained, existing
 
 
 class QueryRunner:
@@ -40,7 +39,7 @@ class QueryRunner:
             return self.store.read_table(definition, state)
         if state is None:
             return self.store.empty(definition)
-        return self.store.read_parts(definition, state, ref.subscripts)
+        return self.store.read_parts(definition, state, existing(ref.subscripts, state.parts))
 
     @contextmanager
     def bound(self, query: CompiledQuery, refs: list[ResolvedRef], frames: dict[str, DataFrame] | None = None,
@@ -67,11 +66,11 @@ class QueryRunner:
                     prefix = conform_prefix(result.schema, schema, query, clause)
                     shift = len(prefix)
                     result = self.spark.sql(f"{prefix}{query.sql}\n) AS __vdf_output({_positional(result.columns)})")
-            except PySparkException as exc:
+            except SPARK_ERRORS as exc:
                 raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
             try:
                 yield result
-            except PySparkException as exc:
+            except SPARK_ERRORS as exc:
                 raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
         finally:
             for placeholder in registered:

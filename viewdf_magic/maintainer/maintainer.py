@@ -20,7 +20,7 @@ from ..storage.parts import PartStore
 from ..timeparts import format_part, part_start
 from .execute import QueryRunner, explain_text
 from .reports import ReferenceReport, StepReport
-from .timeline import ResolvedRef, Timeline
+from .timeline import ResolvedRef, Timeline, existing
 from .views import CompiledView, ViewDefiner, compile_existing
 
 PROGRESS_MIN_STEPS = 10
@@ -229,7 +229,7 @@ class Maintainer:
                 reports.append(ReferenceReport(ref.binding.text, ref.binding.name, None, None, None))
                 continue
             parts = self.catalog.state(ref.definition.name).parts
-            rows = sum(parts[s].rows for s in ref.subscripts if s in parts) if ref.first <= ref.last else 0
+            rows = sum(parts[s].rows for s in existing(ref.subscripts, parts))
             length = ref.definition.partition_length
             reports.append(ReferenceReport(ref.binding.text, ref.text, part_start(ref.first, length),
                                            part_start(ref.last, length), rows))

@@ -18,6 +18,7 @@ from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
 from .maintainer import MaintenanceFailure, Maintainer, PendingStep
 from .reports import StepReport
+from .timeline import existing
 
 REPAIR_SETTING = "repair"     # catalog setting: {"since": epoch seconds, "version": catalog version}
 
@@ -114,7 +115,8 @@ class Repairer:
             except ViewDFError as error:
                 return MaintenanceFailure(definition.name, subscript, error)
             previous = state.parts.get(subscript)
-            inputs = [(ref.definition, s) for ref in refs for s in ref.subscripts]
+            inputs = [(ref.definition, s) for ref in refs if ref.definition.partitioned
+                      for s in existing(ref.subscripts, self.catalog.state(ref.definition.name).parts)]
             affected = any(self._touched(d, s, version, touched) for d, s in inputs)
             stale = (previous is None or previous.how != how
                      or any(self._changed(d, s) > previous.verified for d, s in inputs))

@@ -6,6 +6,7 @@ import logging
 import re
 from typing import Callable, Iterable, TypeVar
 
+from py4j.protocol import Py4JJavaError
 from pyspark.errors import PySparkException
 
 from ..errors import ViewDFError
@@ -20,9 +21,19 @@ T = TypeVar("T")
 _POSITION = re.compile(r"\(line (\d+), pos (\d+)\)|line (\d+) pos (\d+)")
 
 
+# What a failing Spark call raises: PySpark's errors, and (for some file-reading failures that
+# PySpark does not convert) the JVM exception itself.
+SPARK_ERRORS = (PySparkException, Py4JJavaError)
+
+
 def summary(exc: BaseException) -> str:
     """The first meaningful line of a Spark error, without SQLSTATE and plan dumps."""
     text = str(exc).strip()
+    if isinstance(exc, Py4JJavaError):      # "An error occurred while calling o42.load." says nothing
+        try:
+            text = str(exc.java_exception.getMessage() or exc.java_exception.toString()).strip()
+        except Exception:   # the JVM is gone: keep py4j's text
+            pass
     first = text.split("\n", 1)[0]
     first = re.sub(r"\s*SQLSTATE: \w+.*$", "", first)
     first = re.sub(r"^\[[A-Z_.]+\]\s*", "", first)
@@ -83,5 +94,5 @@ def check_runtime(action: Callable[[], T], context: str, rewritten: RewrittenTex
     is the query that produced the data)."""
     try:
         return action()
-    except PySparkException as exc:
+    except SPARK_ERRORS as exc:
         raise spark_error(exc, rewritten, bindings, context) from None

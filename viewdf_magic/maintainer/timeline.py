@@ -9,6 +9,7 @@ comparison for every part V[j]'s query names.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 from ..catalog.catalog import Catalog
 from ..catalog.model import CATALOG_DEFINITION, LineageRange, ObjectDef
@@ -37,6 +38,13 @@ class ResolvedRef:
         if self.first is None or self.last is None:
             return range(0)
         return range(self.first, self.last + 1)
+
+
+def existing(subscripts: range, parts: Mapping[int, object]) -> list[int]:
+    """The subscripts in ``subscripts`` that ``parts`` has, in order, without walking a huge range."""
+    if subscripts.stop - subscripts.start <= len(parts):
+        return [s for s in subscripts if s in parts]
+    return sorted(s for s in parts if s in subscripts)
 
 
 def check_retained(catalog: Catalog, query: CompiledQuery, refs: list[ResolvedRef]) -> None:
@@ -141,13 +149,16 @@ class Timeline:
         if None in env.values():
             raise query.fragment.error(f"{definition.name} has no parts yet", binding.start, binding.end)
         assert binding.upper is not None
-        last = binding.upper.evaluate(env)
-        if binding.lower is None:
+        try:
+            last = binding.upper.evaluate(env)
+            lower = None if binding.lower is None else binding.lower.evaluate(env)
+        except ZeroDivisionError:
+            raise query.fragment.error(f"division by zero in a partition subscript ({binding.text})",
+                                       binding.start, binding.end) from None
+        if lower is None:
             lower = first if first is not None else last + 1
             if scope is not None:
                 lower = max(lower, last - scope + 1)
-        else:
-            lower = binding.lower.evaluate(env)
         return ResolvedRef(binding, definition, lower, last)
 
     def available(self, ref: ResolvedRef, target: ObjectDef | None) -> bool:

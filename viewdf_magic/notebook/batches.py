@@ -12,6 +12,7 @@ from ..catalog.model import ObjectDef
 from ..commands.ingest import conform_by_name
 from ..demo import SEED, network_stream
 from ..errors import ViewDFError
+from ..language.tokens import quote_name
 from ..timeparts import part_start, subscript_sql
 from ..warehouse import Warehouse
 
@@ -46,7 +47,7 @@ class Batches:
         if definition is None or definition.kind != "stream":
             raise ViewDFError(f"no stream named '{stream}' to replay into")
         self.definition: ObjectDef = definition
-        subscript = F.expr(subscript_sql(f"`{definition.timestamp_column}`", definition.partition_length))
+        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.partition_length))
         frame = _read(warehouse, definition, source).withColumn(PART, subscript)
         self._frame = frame.localCheckpoint()
         counts = sorted(self._frame.groupBy(PART).count().collect())

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from typing import Iterable
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -20,6 +19,7 @@ from pyspark.sql.types import MapType, StructField, StructType, TimestampType
 
 from ..catalog.filesystem import HadoopFileSystem
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState
+from ..language.tokens import quote_name
 from ..timeparts import subscript_sql
 
 PART_COLUMN = "__part"
@@ -28,7 +28,7 @@ PART_COLUMN = "__part"
 def content_checksum(schema: StructType) -> Column:
     """An order-independent hash of a part's rows (a sum of row hashes), so a recomputed part can be
     compared with the stored one without reading it back. NULL flags keep (NULL, 1) apart from (1, NULL)."""
-    columns = [F.to_json(F.col(f"`{f.name}`")) if isinstance(f.dataType, MapType) else F.col(f"`{f.name}`")
+    columns = [F.to_json(F.col(quote_name(f.name))) if isinstance(f.dataType, MapType) else F.col(quote_name(f.name))
                for f in schema.fields]
     row_hash = F.xxhash64(*columns, F.array(*[c.isNull() for c in columns]))
     return F.coalesce(F.sum(row_hash.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
@@ -56,7 +56,7 @@ class PartStore:
     def empty(self, definition: ObjectDef) -> DataFrame:
         return self.spark.createDataFrame([], stored_schema(definition))
 
-    def read_parts(self, definition: ObjectDef, state: ObjectState, subscripts: Iterable[int]) -> DataFrame:
+    def read_parts(self, definition: ObjectDef, state: ObjectState, subscripts: list[int]) -> DataFrame:
         """The union of the given parts; missing or empty parts contribute nothing."""
         wanted = [s for s in subscripts if s in state.parts and state.parts[s].folders]
         if len(wanted) == 1 and (definition.id, wanted[0]) in self.cache:
@@ -111,7 +111,7 @@ class PartStore:
     def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> None:
         """Write a stream batch into ``folder``, one sub-folder per part (``__part=<subscript>``), in one job."""
         length = definition.partition_length
-        out = frame.withColumn(PART_COLUMN, F.expr(subscript_sql(f"`{definition.timestamp_column}`", length)))
+        out = frame.withColumn(PART_COLUMN, F.expr(subscript_sql(quote_name(definition.timestamp_column), length)))
         out = out.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length)))
         out.write.partitionBy(PART_COLUMN).parquet(self.fs.uri(folder))
 

@@ -201,10 +201,10 @@ def direct_sql(query: PatternQuery, stream: str, partition_length: int, timestam
     outputs = [f"{direct.output(node)} AS {quote_name(name)}" for name, node in query.items]
     return "\n".join([
         f"WITH events AS (SELECT {key_list}struct({ordered}) AS e, {subscript_sql(quote_name(timestamp), partition_length)} "
-        f"AS part FROM {stream}[{history}]{where})",
+        f"AS part FROM {quote_name(stream)}[{history}]{where})",
         f", seqs AS (SELECT {key_list}array_sort(collect_list(named_struct('e', e, 'part', part))) AS seq "
         f"FROM events{group})",
-        f", ending AS (SELECT DISTINCT {key_list}1 AS one FROM {stream}[{part}]{where})",
+        f", ending AS (SELECT DISTINCT {key_list}1 AS one FROM {quote_name(stream)}[{part}]{where})",
         # the search is bound once by LATERAL VIEW: a filter on b is not pushed below it as a copy
         f", found AS (SELECT {key_list}seq, b FROM (SELECT * FROM seqs AS s WHERE EXISTS (SELECT 1 FROM ending AS c "
         f"WHERE {same})) AS t LATERAL VIEW explode(array({direct.search()})) AS b)",

@@ -44,7 +44,7 @@ class PatternTranslation:
 
     @property
     def helper(self) -> str:
-        return f"{self.name}__helper"
+        return f"{quote_name(self.name)}__helper"
 
     # -- run structs ---------------------------------------------------------------------------
     @property
@@ -210,31 +210,31 @@ class PatternTranslation:
         carry = fsm.query.clause.contiguity == "EVENTS"
         killer = render(fsm.killer, event="") if fsm.killer is not None else None
         lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e"
-                 + (f", {killer} AS killer" if killer else "") + f" FROM {self.stream}[{part}]{self._filter()})",
+                 + (f", {killer} AS killer" if killer else "") + f" FROM {quote_name(self.stream)}[{part}]{self._filter()})",
                  f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events"
                  + (" WHERE NOT killer" if killer else "") + f"{group})"]
         if previous is None:
-            slots = ", ".join(f"{self._empty(k)} AS s{k}" for k in stored)
-            lines.append(f", joined AS (SELECT {key_list}evs, {slots} FROM live)")
+            slots = "".join(f", {self._empty(k)} AS s{k}" for k in stored)
+            lines.append(f", joined AS (SELECT {key_list}evs{slots} FROM live)")
         elif carry:
             merged = ", ".join(f"coalesce(live.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}" for k in fsm.query.keys)
-            slots = ", ".join(self._previous(k) for k in stored)
-            lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}coalesce(live.evs, array()) AS evs, "
-                         f"{slots} FROM live FULL OUTER JOIN {self.helper}[{previous}] AS h "
+            slots = "".join(f", {self._previous(k)}" for k in stored)
+            lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}coalesce(live.evs, array()) AS evs"
+                         f"{slots} FROM live FULL OUTER JOIN {quote_name(self.helper)}[{previous}] AS h "
                          f"ON {self._same_key('live', 'h')})")
         else:
-            slots = ", ".join(self._previous(k) for k in stored)
-            lines.append(f", joined AS (SELECT {', '.join(self._keys('live') + ['live.evs', slots])} FROM live "
-                         f"LEFT JOIN {self.helper}[{previous}] AS h ON {self._same_key('live', 'h')})")
+            slots = [self._previous(k) for k in stored]
+            lines.append(f", joined AS (SELECT {', '.join(self._keys('live') + ['live.evs'] + slots)} FROM live "
+                         f"LEFT JOIN {quote_name(self.helper)}[{previous}] AS h ON {self._same_key('live', 'h')})")
         if killer:
             # only groups with other events (or runs) in this part need their last killer: a semi-join
             # on the events themselves (broadcast when small) keeps the other killers off the shuffle
             holders = "joined AS y WHERE" if carry and previous is not None else "events AS y WHERE NOT y.killer AND"
             lines.append(f", cut AS (SELECT {key_list}max(e) AS last_killer FROM events AS x WHERE killer AND "
                          f"EXISTS (SELECT 1 FROM {holders} {self._same_key('x', 'y')}){group})")
-            slots = ", ".join(f"IF(cut.last_killer IS NULL, p.s{k}, {self._empty(k)}) AS s{k}" for k in stored)
+            slots = "".join(f", IF(cut.last_killer IS NULL, p.s{k}, {self._empty(k)}) AS s{k}" for k in stored)
             lines.append(f", prior AS (SELECT {', '.join(self._keys('p'))}{', ' if keys else ''}"
-                         f"IF(cut.last_killer IS NULL, p.evs, filter(p.evs, z -> z > cut.last_killer)) AS evs, {slots} "
+                         f"IF(cut.last_killer IS NULL, p.evs, filter(p.evs, z -> z > cut.last_killer)) AS evs{slots} "
                          f"FROM joined AS p LEFT JOIN cut ON {self._same_key('p', 'cut')})")
         else:
             lines.append(", prior AS (SELECT * FROM joined)")
@@ -258,19 +258,19 @@ class PatternTranslation:
 
     def final_query(self, part: str) -> str:
         outputs = [f"{render(t, run='matched')} AS {quote_name(name)}" for name, t in self.fsm.outputs]
-        return f"SELECT {', '.join(outputs)}\nFROM {self.helper}[{part}]\nWHERE matched IS NOT NULL"
+        return f"SELECT {', '.join(outputs)}\nFROM {quote_name(self.helper)}[{part}]\nWHERE matched IS NOT NULL"
 
     def helper_text(self) -> str:
-        return (f"CREATE VIEW {self.helper} AS\nINITIALIZE {self.helper}[i] AS\n{_indent(self.helper_query('i', None))}\n"
-                f"UPDATE {self.helper}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
+        return (f"CREATE VIEW {quote_name(self.helper)} AS\nINITIALIZE {quote_name(self.helper)}[i] AS\n{_indent(self.helper_query('i', None))}\n"
+                f"UPDATE {quote_name(self.helper)}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
                 f"PARTITION LENGTH {self.partition_length}")
 
     def final_text(self) -> str:
         direct = direct_sql(self.fsm.query, self.stream, self.partition_length, self.timestamp, self.columns,
                             self.type_of)
-        return (f"CREATE VIEW {self.name} AS\nINITIALIZE {self.name}[i] AS\n{_indent(self.final_query('i'))}\n"
-                f"UPDATE {self.name}[j] AS\n{_indent(self.final_query('j'))}\n"
-                f"RECOMPUTE {self.name}[j] AS\n{_indent(direct)}\n"
+        return (f"CREATE VIEW {quote_name(self.name)} AS\nINITIALIZE {quote_name(self.name)}[i] AS\n{_indent(self.final_query('i'))}\n"
+                f"UPDATE {quote_name(self.name)}[j] AS\n{_indent(self.final_query('j'))}\n"
+                f"RECOMPUTE {quote_name(self.name)}[j] AS\n{_indent(direct)}\n"
                 f"PARTITION LENGTH {self.partition_length}")
 
 
