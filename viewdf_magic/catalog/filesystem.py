@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 
 from pyspark.sql import SparkSession
@@ -95,15 +96,18 @@ class HadoopFileSystem:
         Local files use O_CREAT|O_EXCL; other filesystems use Hadoop's create without overwrite,
         which HDFS decides at the NameNode (object stores: see docs/architecture.md)."""
         uri = self.uri(relative)
-        if uri.startswith("file:"):
+        if uri.startswith("file:"):     # written aside, then hard-linked: the file appears with its text
             local = uri[len("file:"):]
             os.makedirs(os.path.dirname(local), exist_ok=True)
+            aside = f"{local}.{uuid.uuid4().hex}.tmp"
+            with open(aside, "w", encoding="utf-8") as out:
+                out.write(text)
             try:
-                handle = os.open(local, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.link(aside, local)
             except FileExistsError:
                 return False
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                out.write(text)
+            finally:
+                os.unlink(aside)
             return True
         try:
             stream = self._fs.create(self._path(relative), False)
@@ -116,6 +120,11 @@ class HadoopFileSystem:
         finally:
             stream.close()
         return True
+
+    def age(self, relative: str) -> float:
+        """Seconds since the file was last modified."""
+        modified = self._fs.getFileStatus(self._path(relative)).getModificationTime() / 1000.0
+        return time.time() - modified
 
     def delete(self, relative: str) -> None:
         self._fs.delete(self._path(relative), True)

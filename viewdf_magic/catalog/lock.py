@@ -22,6 +22,16 @@ from ..errors import ViewDFError
 from .filesystem import HadoopFileSystem
 
 LOCK = "_viewdf/lock"
+BREAKER = "_viewdf/lock.break"
+UNREADABLE_GRACE = 10.0     # seconds
+
+
+def _parse(text: str | None) -> dict | None:
+    try:
+        holder = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return holder if isinstance(holder, dict) and "pid" in holder else None
 
 
 def _alive(pid: int) -> bool:
@@ -59,10 +69,42 @@ class WriterLock:
 
     def holder(self) -> dict | None:
         """Who holds the lock now (None if nobody)."""
+        return _parse(self._text(LOCK))
+
+    def _text(self, relative: str) -> str | None:
         try:
-            return json.loads(self.fs.read_text(LOCK))
-        except Exception:   # gone between the check and the read, or being written
+            return self.fs.read_text(relative)
+        except Exception:   # gone between the check and the read
             return None
+
+    def _stale(self, holder: dict | None, text: str | None) -> bool:
+        """Left by a process that died on this host, or unreadable and older than a writer takes to
+        fill it (a process killed between creating and writing it, on filesystems without links)."""
+        if holder is not None:
+            return holder.get("host") == socket.gethostname() and not _alive(int(holder["pid"]))
+        if text is None:
+            return False
+        try:
+            return self.fs.age(LOCK) > UNREADABLE_GRACE
+        except Exception:   # gone meanwhile
+            return False
+
+    def _break(self, stale: str | None) -> None:
+        """Remove a stale lock, but only the one that was seen: breakers take turns through a second
+        lock file, and each re-reads the lock before deleting it, so a lock another process took over
+        in the meantime is never deleted."""
+        me = json.dumps({"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "token": ""})
+        if not self.fs.create_exclusive(BREAKER, me):
+            breaker = _parse(self._text(BREAKER))
+            if breaker is not None and breaker.get("host") == socket.gethostname() and not _alive(int(breaker["pid"])):
+                self.fs.delete(BREAKER)
+            time.sleep(0.05)
+            return
+        try:
+            if self._text(LOCK) == stale:
+                self.fs.delete(LOCK)
+        finally:
+            self.fs.delete(BREAKER)
 
     def _acquire(self) -> None:
         token = uuid.uuid4().hex
@@ -70,9 +112,10 @@ class WriterLock:
         deadline = time.monotonic() + self.timeout
         pause = 0.01
         while not self.fs.create_exclusive(LOCK, json.dumps(me)):
-            holder = self.holder()
-            if holder is not None and holder.get("host") == me["host"] and not _alive(int(holder["pid"])):
-                self.fs.delete(LOCK)        # its process died holding it
+            seen = self._text(LOCK)
+            holder = _parse(seen)
+            if self._stale(holder, seen):
+                self._break(seen)
                 continue
             if time.monotonic() >= deadline:
                 raise ViewDFError(self._in_use(holder))
