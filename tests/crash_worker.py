@@ -6,8 +6,10 @@ they are missing (one object at a time, so a kill during creation is finished by
 then ingests batches ``first_batch``, ``first_batch + 1``, ... forever, printing ``BEGIN <n>``
 before each ``Warehouse.ingest``, ``COMMITTED <n>`` once the batch's log entry is published (before
 maintenance), and ``ACK <n>`` once ``ingest`` has returned (the acknowledgement).
-With ``-`` for ``first_batch`` it starts Spark, prints ``BOOTED`` and reads ``GO <first_batch>`` from stdin before it opens the warehouse: the loop boots the next
-worker while the current one works and the parent checks what it left.
+With ``-`` for ``first_batch`` it starts Spark, prints ``BOOTED`` and reads ``GO <first_batch>``
+from stdin before it opens the warehouse: the loop boots the next worker while the current one
+works and the parent checks what it left. ``--class-archive <file> <scratch>`` writes the
+class-data-sharing archive the workers start from.
 
 Imported, it gives the parent side: ``batches`` regenerates batch n exactly from (seed, n), and
 ``crash_loop`` starts a worker, kills its whole process group (its JVM too) at a random moment,
@@ -110,27 +112,30 @@ def small_session(master: str = "local[1]", dump_classes_to: str | None = None):
 
 
 def dump_classes(archive: str, scratch: str) -> None:
-    """Run what a worker runs (DDL, on-time and late batches, their cascades) on a scratch warehouse,
-    then exit, so the JVM writes the classes it loaded to ``archive``."""
+    """Run a small part of what a worker runs (M, Helper and View2, two batches) on a scratch
+    warehouse, then exit, so the JVM writes the classes it loaded to ``archive``."""
     from viewdf_magic import Warehouse
 
     spark = small_session(dump_classes_to=archive)
     warehouse = Warehouse(scratch, spark=spark, progress=False)
-    for _, statement in OBJECTS:
-        warehouse.execute(statement)
-    for frame in batches(0, 3):
+    warehouse.execute(NETWORK_DDL)
+    for frame in batches(0, 2):
         warehouse.ingest("M", frame)
     spark.stop()
 
 
-def class_archive(folder: Path) -> Path | None:
-    """A class-data-sharing archive for the workers (about a third less CPU to start one and run its
-    first batch), or None if this JVM cannot write one."""
-    archive, scratch = folder / "worker-classes.jsa", folder / "archive-scratch"
-    child = Child([str(Path(__file__).resolve()), "--class-archive", str(archive), str(scratch)],
-                  folder / "worker-stderr.txt")
+def start_class_archive(folder: Path) -> Child:
+    """Start writing a class-data-sharing archive for the workers (about a third less CPU to start
+    one and to run its first batch); ``class_archive`` waits for it."""
+    return Child([str(Path(__file__).resolve()), "--class-archive", str(folder / "worker-classes.jsa"),
+                  str(folder / "archive-scratch")], folder / "worker-stderr.txt")
+
+
+def class_archive(child: Child, folder: Path) -> Path | None:
+    """The archive ``start_class_archive`` wrote, or None if this JVM could not write one."""
     code = child.finish(timeout=600)
-    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(folder / "archive-scratch", ignore_errors=True)
+    archive = folder / "worker-classes.jsa"
     return archive if code == 0 and archive.exists() else None
 
 
@@ -195,6 +200,7 @@ class Counts:
     unreferenced_folders: int = 0       # data folders no part names (garbage of killed writes), at the end
     rebuilds: int = 0
     seconds: float = 0.0
+    seconds_archiving: float = 0.0      # until the workers' class-data-sharing archive was there
     seconds_to_ready: float = 0.0       # waiting for a booted worker to open the warehouse
     seconds_before_kill: float = 0.0    # workers working until killed
     seconds_checking: float = 0.0       # the parent's reopens (recoveries included) and checks
@@ -208,7 +214,8 @@ class Counts:
                 f"({self.in_flight_committed} committed but unacknowledged), phases {self.phases}, "
                 f"{self.lock_left} left the lock file; {self.acked} batches acknowledged, {self.batches} in M; "
                 f"{self.unreferenced_folders} unreferenced data folders; {self.rebuilds} rebuild(s); "
-                f"{self.seconds:.0f}s ({self.seconds_to_ready:.0f}s waiting for workers, {self.seconds_before_kill:.0f}s "
+                f"{self.seconds:.0f}s (the class archive after {self.seconds_archiving:.0f}s; "
+                f"{self.seconds_to_ready:.0f}s waiting for workers, {self.seconds_before_kill:.0f}s "
                 f"until kills, {self.seconds_checking:.0f}s reopening and checking, {self.seconds_rebuilding:.0f}s "
                 f"rebuilding); CPU: workers {self.worker_cpu_seconds:.0f}s, parent {self.parent_cpu_seconds:.0f}s")
 
@@ -459,8 +466,9 @@ def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int 
     def usual(times: list[float]) -> float:
         return min(statistics.median(times[-7:]), MAX_DELAY)
 
-    archive = class_archive(root)
-    spare = Worker(path, seed, root / "worker-stderr.txt", archive)
+    archiver: Child | None = start_class_archive(root)
+    archive = None
+    spare = Worker(path, seed, root / "worker-stderr.txt")     # the first workers boot while it is written
     try:
         while counts.kills < kills:
             worker, spare = spare, None
@@ -469,10 +477,14 @@ def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int 
             worker.wait_for("READY", timeout=180)
             ready = time.monotonic()
             counts.seconds_to_ready += ready - mark
+            if archiver is not None and archiver.proc.poll() is not None and not _group_alive(archiver.proc.pid):
+                archive, archiver = class_archive(archiver, root), None     # written: later workers use it
+                counts.seconds_archiving = time.monotonic() - started
             if counts.kills + 1 < kills:
                 spare = Worker(path, seed, root / "worker-stderr.txt", archive)    # boots while this one works
             missing = [name for name, _ in OBJECTS if warehouse is None or warehouse.catalog.get(name) is None]
-            aim = "views" if counts.kills < 2 and missing else rng.choice(["ingest", "maintenance", "maintenance", "acknowledged", "anywhere"])
+            aim = "views" if counts.kills < 2 and missing else \
+                rng.choice(["ingest", "maintenance", "maintenance", "acknowledged", "anywhere"])
             if aim == "views":              # kill a worker while it creates a view
                 worker.wait_for("CREATE Recent" if warehouse is None else "CREATE", timeout=300)
                 delay = rng.uniform(0.0, 1.5)
@@ -554,10 +566,10 @@ def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int 
                 counts.rebuilds += 1
                 counts.seconds_rebuilding += time.monotonic() - mark
     finally:
-        if spare is not None:
-            spare.kill()
-        if archive is not None:
-            archive.unlink()           # some 200 MB
+        for child in (spare, archiver):
+            if child is not None:
+                child.kill()
+        (root / "worker-classes.jsa").unlink(missing_ok=True)      # some 200 MB
 
     assert warehouse is not None and first > 0, "no batch was ever committed"
     mark = time.monotonic()

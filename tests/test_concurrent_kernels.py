@@ -147,12 +147,13 @@ def test_two_writers_take_turns_and_lose_nothing(spark, tmp_path, children):
     for writer in writers:
         writer.wait_for("FINISHED", timeout=600)
         assert writer.finish(timeout=60) == 0, writer.stderr_tail()
-    done = {w: [line.split()[1:] for line in writer.lines if line.startswith("DONE")] for w, writer in enumerate(writers)}
+    done = {w: [line.split()[1:] for line in writer.lines if line.startswith("DONE")]
+            for w, writer in enumerate(writers)}
     assert [len(lines) for lines in done.values()] == [BATCHES, BATCHES]
     order = [w for _, w in sorted((int(version), w) for w, lines in done.items() for _, _, version in lines)]
     switches = sum(a != b for a, b in zip(order, order[1:]))
-    print(f"seconds per INSERT, lock wait included: { {w: [float(s) for _, s, _ in lines] for w, lines in done.items()} }; "
-          f"commit order {order}")
+    seconds = {w: [float(s) for _, s, _ in lines] for w, lines in done.items()}
+    print(f"seconds per INSERT, lock wait included: {seconds}; commit order {order}")
     assert switches >= 3, f"the writers did not take turns: {order}"     # they really ran at the same time
 
     warehouse = make("wh")

@@ -15,7 +15,7 @@ import json
 from contextlib import contextmanager
 from typing import Iterable, Iterator
 
-from .filesystem import HadoopFileSystem
+from .filesystem import FileSystem
 from .model import ObjectDef, ObjectState, PartMeta
 
 LOG = "_viewdf/log"
@@ -26,7 +26,7 @@ CHECKPOINT_EVERY = 100
 class Catalog:
     """In-memory catalog state, replayed from and committed to the warehouse's log."""
 
-    def __init__(self, fs: HadoopFileSystem) -> None:
+    def __init__(self, fs: FileSystem) -> None:
         self.fs = fs
         self.objects: dict[str, ObjectDef] = {}
         self.states: dict[str, ObjectState] = {}
@@ -107,18 +107,16 @@ class Catalog:
         self.fs.write_text(f"{CHECKPOINTS}/{self.version:020d}.json", json.dumps(snapshot))
 
     def _apply_all(self, actions: Iterable[dict], version: int) -> None:
+        """Apply actions published (or to be published) as log ``version``."""
         for action in actions:
-            if action["op"] in ("part", "verified"):
-                getattr(self, f"_apply_{action['op']}")(action, version)
-            else:
-                getattr(self, f"_apply_{action['op']}")(action)
+            getattr(self, f"_apply_{action['op']}")(action, version)
 
-    def _apply_create(self, action: dict) -> None:
+    def _apply_create(self, action: dict, version: int) -> None:
         definition = ObjectDef.from_json(action["object"])
         self.objects[definition.key] = definition
         self.states[definition.key] = ObjectState()
 
-    def _apply_drop(self, action: dict) -> None:
+    def _apply_drop(self, action: dict, version: int) -> None:
         self.objects.pop(action["name"], None)
         self.states.pop(action["name"], None)
 
@@ -131,7 +129,7 @@ class Catalog:
                 state.sealed.append((meta.subscript + 1, state.first - 1, meta.updated))
             state.first = meta.subscript if state.first is None else min(state.first, meta.subscript)
 
-    def _apply_advance(self, action: dict) -> None:
+    def _apply_advance(self, action: dict, version: int) -> None:
         """A stream's newest part moves to ``through``; parts skipped on the way are sealed empty."""
         state = self.states[action["name"]]
         through = action["through"]
@@ -157,13 +155,13 @@ class Catalog:
         meta = parts[action["subscript"]]
         parts[action["subscript"]] = dataclasses.replace(meta, verified=version, repairs=meta.repairs + 1)
 
-    def _apply_options(self, action: dict) -> None:
+    def _apply_options(self, action: dict, version: int) -> None:
         state = self.states[action["name"]]
         for option in ("lateness", "retain"):
             if option in action:
                 setattr(state, option, action[option])
 
-    def _apply_drop_parts(self, action: dict) -> None:
+    def _apply_drop_parts(self, action: dict, version: int) -> None:
         """Retention: parts before ``before`` are gone."""
         state = self.states[action["name"]]
         before = action["before"]
@@ -171,13 +169,13 @@ class Catalog:
         state.sealed = [(max(a, before), b, when) for a, b, when in state.sealed if b >= before]
         state.dropped_before = max(before, state.dropped_before or before)
 
-    def _apply_setting(self, action: dict) -> None:
+    def _apply_setting(self, action: dict, version: int) -> None:
         if action["value"] is None:
             self.settings.pop(action["key"], None)
         else:
             self.settings[action["key"]] = action["value"]
 
-    def _apply_table_data(self, action: dict) -> None:
+    def _apply_table_data(self, action: dict, version: int) -> None:
         state = self.states[action["name"]]
         state.table_folders.extend(action["folders"])
         state.table_rows += action["rows"]

@@ -35,7 +35,7 @@ class PartMeta:
     seconds: float                      # compute (or ingest) time
     lineage: tuple[LineageRange, ...]   # exactly the parts it was computed from
     updated: float                      # when its content last changed, epoch seconds
-    how: str                            # ingest, initialize, update or recompute
+    how: str                            # ingest, late (sealed or new, then late rows), initialize, update, recompute
     checksum: str = ""                  # view parts: an order-independent hash of the rows
     arrivals: tuple[float, ...] = ()    # stream parts: when each folder's rows arrived
     repairs: int = 0                    # view parts: recomputations after late data

@@ -84,7 +84,8 @@ class Repairer:
         request = self.catalog.settings.get(REPAIR_SETTING)
         if request is None:
             return report
-        since, version = json.loads(request)["since"], json.loads(request)["version"]
+        parsed = json.loads(request)
+        since, version = parsed["since"], parsed["version"]
         touched: set[tuple[str, int]] = set()
         blocked: set[str] = set()
         for definition in self.catalog.views():
