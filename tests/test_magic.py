@@ -255,6 +255,30 @@ CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v +
     assert "Maintenance is auto." in text
 
 
+def test_connect_moves_the_notebook_to_a_session_and_reopens_warehouses_on_it(shell, spark, paper, tmp_path):
+    shell.user_ns.pop("spark", None)
+    text, _ = run(shell, f"%viewdf connect --master local[2] --conf spark.sql.shuffle.partitions=3 "
+                         f"--warehouse {paper.warehouse}")
+    assert text.strip() == f"Spark {spark.version} on local[2]; warehouse file:{paper.warehouse}"
+    assert shell.user_ns["spark"] is spark and spark.conf.get("spark.sql.shuffle.partitions") == "3"
+    text, _ = run(shell, f"%viewdf {AT_1004}")
+    assert paper_row(4, 71).search(text)
+    spark.conf.set("spark.sql.shuffle.partitions", "2")
+
+
+@pytest.mark.parametrize("line,message", [
+    ("connect", "usage: %viewdf connect"),
+    ("connect --master local[2] --remote sc://h:1", "usage: %viewdf connect"),
+    ("connect --master local[2] --conf nokeyvalue", "usage: %viewdf connect"),
+    ("connect --master local[3]", "this process already runs a Spark session on local[2]; stop it"),
+])
+def test_connect_errors(shell, spark, line, message):
+    with capture_output() as captured:
+        shell.run_cell(f"%viewdf {line}")
+    assert message in captured.stderr and "Traceback" not in captured.stderr
+    assert shell.user_ns["spark"] is spark
+
+
 @pytest.fixture(scope="module", autouse=True)
 def terminal_ipython(tmp_path_factory):
     """The plain ``ipython`` executable running the paper example, fed cells as typed in a terminal

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+EMBEDDED_APP = "viewdf"
 EMBEDDED_CONFIG = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
@@ -30,12 +31,52 @@ def embedded_session(master: str | None = None) -> SparkSession:
     active = SparkSession.getActiveSession()
     if active is not None:
         return prepare(active)
-    builder = SparkSession.builder.appName("viewdf").master(
-        master or os.environ.get("VIEWDF_SPARK_MASTER", "local[*]"))
-    for key, value in EMBEDDED_CONFIG.items():
+    conf = {"spark.sql.shuffle.partitions": os.environ["VIEWDF_SHUFFLE_PARTITIONS"]} \
+        if "VIEWDF_SHUFFLE_PARTITIONS" in os.environ else None
+    return connect_session(master or os.environ.get("VIEWDF_SPARK_MASTER", "local[*]"), conf=conf)
+
+
+def is_connect_session(spark: object) -> bool:
+    """True for a Spark Connect session (its driver runs elsewhere; no JVM in this process)."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
+
+
+def is_spark_session(candidate: object) -> bool:
+    """A classic or a Spark Connect SparkSession."""
+    return isinstance(candidate, SparkSession) or is_connect_session(candidate)
+
+
+def connect_session(master: str | None = None, remote: str | None = None,
+                    conf: dict[str, str] | None = None) -> SparkSession:
+    """A session on a cluster (``master``: ``spark://``, ``yarn``, ``k8s://``, ``local[*]``) or on a
+    Spark Connect server (``remote``: ``sc://host:port``).
+
+    A classic session this process already runs on another master is stopped only if ViewDF
+    started it (the embedded one); a session the user made is theirs, so that is an error."""
+    if (master is None) == (remote is None):
+        raise ValueError("give either a master URL or a Spark Connect (sc://) URL")
+    if remote is not None:
+        builder = SparkSession.builder.remote(remote)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        try:
+            return prepare(builder.getOrCreate())
+        except ImportError as missing:
+            raise ImportError(f"Spark Connect needs its client libraries: pip install 'viewdf-magic[connect]' "
+                              f"({missing})") from None
+    active = SparkSession.getActiveSession()
+    if active is not None and active.sparkContext.master == master:
+        for key, value in (conf or {}).items():
+            active.conf.set(key, value)
+        return prepare(active)
+    if active is not None:
+        if active.sparkContext.appName != EMBEDDED_APP:
+            raise RuntimeError(f"this process already runs a Spark session on {active.sparkContext.master}; "
+                               "stop it (spark.stop()) or restart the kernel to use another master")
+        active.stop()
+    builder = SparkSession.builder.appName(EMBEDDED_APP).master(master)
+    for key, value in {**EMBEDDED_CONFIG, **(conf or {})}.items():
         builder = builder.config(key, value)
-    if "VIEWDF_SHUFFLE_PARTITIONS" in os.environ:
-        builder = builder.config("spark.sql.shuffle.partitions", os.environ["VIEWDF_SHUFFLE_PARTITIONS"])
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")
     return prepare(spark)

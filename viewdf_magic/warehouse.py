@@ -16,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
 
 from .catalog.catalog import Catalog
-from .catalog.filesystem import HadoopFileSystem
+from .catalog.filesystem import open_filesystem
 from .catalog.lock import WriterLock
 from .catalog.model import CATALOG_VIEW, ObjectDef
 from .commands import inspect
@@ -35,8 +35,9 @@ from .maintainer.repair import RepairReport, Repairer
 from .maintainer.retention import Retention
 from .maintainer.spark_errors import check_runtime, spark_error
 from .maintainer.views import catalog_lookup
-from .session import embedded_session, prepare
+from .session import embedded_session, is_connect_session, prepare
 from .storage.parts import PartStore
+from .storage.shared_storage import check_shared_storage
 from .timeparts import TimestampLike, format_part, subscript_of, to_utc
 
 
@@ -99,13 +100,17 @@ _READ_ONLY = (st.Query, st.Show, st.Describe, st.ExplainView, st.Verify)
 class Warehouse:
     """A ViewDF warehouse at ``path`` (local, ``file:``, ``hdfs:`` or ``s3a:``).
 
-    With no ``spark`` session, an embedded local one is started.
+    With no ``spark`` session, an embedded local one is started. ``spark`` may be a classic
+    session on any master or a Spark Connect session; with Spark Connect, this process writes the
+    catalog and the server writes the parts, so ``path`` must be storage both reach.
     """
 
     def __init__(self, path: str, spark: SparkSession | None = None, *, progress: bool = True,
                  lock_timeout: float = 30.0) -> None:
         self.spark = prepare(spark) if spark is not None else embedded_session()
-        self.fs = HadoopFileSystem(self.spark, path)
+        self.fs = open_filesystem(self.spark, path)
+        if is_connect_session(self.spark):
+            check_shared_storage(self.spark, self.fs)
         self.path = self.fs.root
         self.catalog = Catalog(self.fs)
         self.store = PartStore(self.spark, self.fs)
@@ -256,7 +261,6 @@ class Warehouse:
                 done = self.repairer.run()
                 repair.add(done)
                 steps += done.steps
-                failures += done.failures
                 progress += len(done.steps)
             if self.maintenance == "auto":
                 computed = self.maintainer.cascade()
@@ -266,6 +270,7 @@ class Warehouse:
             if not self.repairer.pending or not progress:
                 break      # a repair waiting for parts that computed nothing new waits for the next change
         self.last_repair = repair
+        failures = (repair.failures if repair is not None else []) + failures
         self.maintainer.failures = list({(f.view, f.subscript): f for f in failures}.values())
         self.retention.apply()
         return steps

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from ..errors import ViewDFError
-from .filesystem import HadoopFileSystem
+from .filesystem import FileSystem
 
 LOCK = "_viewdf/lock"
 BREAKER = "_viewdf/lock.break"
@@ -47,7 +47,7 @@ def _alive(pid: int) -> bool:
 class WriterLock:
     """A re-entrant, cross-process lock on one warehouse."""
 
-    def __init__(self, fs: HadoopFileSystem, timeout: float = 30.0) -> None:
+    def __init__(self, fs: FileSystem, timeout: float = 30.0) -> None:
         self.fs = fs
         self.timeout = timeout
         self._depth = 0

@@ -13,6 +13,8 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP
 from ..language.queries import CompiledQuery, RefKind
 from ..storage.parts import PartStore
+from ..session import is_connect_session
+from .connect_sql import sql_with_frames
 from .spark_errors import SPARK_ERRORS, spark_error
 from .timeline import ResolvedRef, check_retained, existing
 
@@ -52,29 +54,41 @@ class QueryRunner:
         """
         if frames is None:
             check_retained(self.catalog, query, refs)
-        registered = []
+        named = {}
+        for ref in refs:
+            given = (frames or {}).get(ref.binding.placeholder)
+            named[ref.binding.placeholder] = given if given is not None else self.frame(ref)
         shift = 0
-        try:
-            for ref in refs:
-                placeholder = ref.binding.placeholder
-                frame = (frames or {}).get(placeholder)
-                (frame if frame is not None else self.frame(ref)).createOrReplaceTempView(placeholder)
-                registered.append(placeholder)
+        with self._named(named) as sql:
             try:
-                result = self.spark.sql(query.sql)
+                result = sql(query.sql)
                 if schema is not None:
                     prefix = conform_prefix(result.schema, schema, query, clause)
                     shift = len(prefix)
-                    result = self.spark.sql(f"{prefix}{query.sql}\n) AS __vdf_output({_positional(result.columns)})")
+                    result = sql(f"{prefix}{query.sql}\n) AS __vdf_output({_positional(result.columns)})")
             except SPARK_ERRORS as exc:
                 raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
             try:
                 yield result
             except SPARK_ERRORS as exc:
                 raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
+
+    @contextmanager
+    def _named(self, frames: dict[str, DataFrame]) -> Iterator[Callable[[str], DataFrame]]:
+        """Yield a function that runs SQL in which each name of ``frames`` is that frame: temp views
+        for the block on a classic session; on Spark Connect, frames carried inside the plan."""
+        if is_connect_session(self.spark):
+            yield lambda text: sql_with_frames(self.spark, text, frames)
+            return
+        registered = []
+        try:
+            for name, frame in frames.items():
+                frame.createOrReplaceTempView(name)
+                registered.append(name)
+            yield self.spark.sql
         finally:
-            for placeholder in registered:
-                self.spark.catalog.dropTempView(placeholder)
+            for name in registered:
+                self.spark.catalog.dropTempView(name)
 
 
 def _positional(columns: list[str]) -> str:

@@ -20,6 +20,7 @@ from ..errors import ViewDFError
 from ..language.statements import CreateQueryView, CreateViewDF, Query
 from ..language.tokens import quote_name
 from ..maintainer.execute import explain_text
+from ..session import connect_session, is_spark_session
 from ..warehouse import Result, Warehouse
 from .batches import NetworkStream, Source
 from .lineage import LineageViewer
@@ -71,10 +72,13 @@ class ViewDF(Magics):
         """Run ViewDF statements: those of the cell (``%%viewdf``) or the one on the line (``%viewdf``).
 
         With no statement, ``%viewdf [--warehouse PATH]`` tells which warehouse is current.
-        ``%viewdf replay ...`` and ``%viewdf lineage ...`` return a widget.
+        ``%viewdf replay ...`` and ``%viewdf lineage ...`` return a widget; ``%viewdf connect
+        --master URL | --remote sc://HOST:PORT`` moves the notebook to a cluster or Spark Connect.
         """
         if cell is None:
             args, text = split_line(self.viewdf.parser, line)
+            if text.split()[:1] == ["connect"]:
+                return self._connect(args.warehouse, text)
             if text.split()[:1] in (["replay"], ["lineage"]):
                 return self._widget(args.warehouse, text)
             text = shortcut(text)
@@ -97,7 +101,7 @@ class ViewDF(Magics):
     def _widget(self, path: str | None, text: str) -> Replay | LineageViewer | None:
         """``replay STREAM --from SOURCE ...`` or ``lineage [VIEW]`` on the chosen warehouse."""
         words = shlex.split(text)
-        parser = WIDGET_PARSERS[words[0]]
+        parser = SUBCOMMAND_PARSERS[words[0]]
         try:
             args = parser.parse_args(words[1:])
         except (argparse.ArgumentError, SystemExit):
@@ -111,6 +115,28 @@ class ViewDF(Magics):
         except ViewDFError as error:
             print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
             return None
+
+    def _connect(self, path: str | None, text: str) -> None:
+        """``connect --master URL | --remote sc://HOST:PORT [--conf KEY=VALUE ...] [--warehouse PATH]``:
+        the notebook's ``spark`` becomes that session, and warehouses reopen on it."""
+        parser = SUBCOMMAND_PARSERS["connect"]
+        try:
+            args = parser.parse_args(shlex.split(text)[1:])
+            conf = dict(item.split("=", 1) for item in args.conf)
+        except (argparse.ArgumentError, SystemExit, ValueError):
+            raise UsageError(parser.format_usage().strip()) from None
+        try:
+            spark = connect_session(args.master, args.remote, conf)
+        except (ImportError, RuntimeError) as problem:
+            raise UsageError(str(problem)) from None
+        self.shell.user_ns["spark"] = spark
+        self._open.clear()
+        try:
+            warehouse = self._warehouse(args.warehouse or path)
+        except ViewDFError as error:
+            print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
+            return
+        print(f"Spark {spark.version} on {args.remote or args.master}; warehouse {warehouse.path}")
 
     def _source(self, args: argparse.Namespace) -> Source:
         """``--from``: ``network`` (the synthetic stream), a DataFrame variable, or a file path."""
@@ -132,7 +158,7 @@ class ViewDF(Magics):
 
     def _user_session(self) -> SparkSession | None:
         candidate = self.shell.user_ns.get("spark")
-        return candidate if isinstance(candidate, SparkSession) else None
+        return candidate if is_spark_session(candidate) else None
 
     def _run(self, warehouse: Warehouse, text: str, explain: bool) -> Result | None:
         """Show each statement's outcome as it finishes (with ``explain``: a query's plans first, and
@@ -192,7 +218,7 @@ def shortcut(text: str) -> str:
     return " ".join(part for part in ("STEP", target, count, "WITH PLAN" if args.plan else "") if part)
 
 
-def _widget_parsers() -> dict[str, argparse.ArgumentParser]:
+def _subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
     replay = argparse.ArgumentParser(prog="%viewdf replay", add_help=False, exit_on_error=False)
     replay.add_argument("stream")
     replay.add_argument("--from", dest="source", required=True,
@@ -209,10 +235,16 @@ def _widget_parsers() -> dict[str, argparse.ArgumentParser]:
     lineage = argparse.ArgumentParser(prog="%viewdf lineage", add_help=False, exit_on_error=False)
     lineage.add_argument("view", nargs="?")
     lineage.add_argument("--width", type=int, default=48, help="columns shown (12, 24, 48 or 96)")
-    return {"replay": replay, "lineage": lineage}
+    connect = argparse.ArgumentParser(prog="%viewdf connect", add_help=False, exit_on_error=False)
+    where = connect.add_mutually_exclusive_group(required=True)
+    where.add_argument("--master", help="spark://HOST:7077, yarn, k8s://..., local[*]")
+    where.add_argument("--remote", help="a Spark Connect server, sc://HOST:15002")
+    connect.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark settings")
+    connect.add_argument("--warehouse", metavar="PATH", help="the warehouse to open on the new session")
+    return {"replay": replay, "lineage": lineage, "connect": connect}
 
 
-WIDGET_PARSERS = _widget_parsers()
+SUBCOMMAND_PARSERS = _subcommand_parsers()
 
 
 def split_line(parser: argparse.ArgumentParser, line: str) -> tuple[argparse.Namespace, str]:

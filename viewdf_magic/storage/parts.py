@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.column import Column
 from pyspark.sql.types import MapType, StructField, StructType, TimestampType
 
-from ..catalog.filesystem import HadoopFileSystem
+from ..catalog.filesystem import FileSystem
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState
 from ..language.tokens import quote_name
 from ..timeparts import subscript_sql
@@ -46,7 +46,7 @@ class PartStore:
     """Reads and writes part folders; can keep the most recently written parts in memory
     (``cache_size``, off by default: see docs/benchmarks.md)."""
 
-    def __init__(self, spark: SparkSession, fs: HadoopFileSystem, cache_size: int = 0) -> None:
+    def __init__(self, spark: SparkSession, fs: FileSystem, cache_size: int = 0) -> None:
         self.spark = spark
         self.fs = fs
         self.cache: OrderedDict[tuple[str, int], DataFrame] = OrderedDict()
