@@ -49,6 +49,11 @@ def run_scenario(spark, path: str) -> dict:
         warehouse.run("SELECT src, nosuch FROM View2")
     except ViewDFError as error:          # Spark's own error, positioned in the user's text
         result["error"] = [error.message.splitlines()[0], error.position]
+    result["verified"] = {name: warehouse.run(f"VERIFY VIEW {name}")[0].message for name in ("Rising", "Recent")}
+    result["recomputed"] = json.loads(warehouse.recompute("Rising", BASE + pd.Timedelta(minutes=4), scope=3)
+                                      .sort_values(["src"]).to_json(orient="records"))
+    [explained] = warehouse.run("EXPLAIN VIEW Rising")
+    result["explained"] = "== Physical Plan ==" in explained.detail and explained.figure is not None
     reopened = Warehouse(path, spark=spark, progress=False)      # what is stored, read back from disk
     for name in ("Helper", "View2", "Rising", "Recent"):
         rows = reopened.run(f"SELECT * FROM {name}")[0].frame.collect()

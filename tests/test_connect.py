@@ -24,15 +24,22 @@ def server(tmp_path_factory):
 
 
 def test_the_scenario_on_spark_connect_equals_local_mode(server, spark, tmp_path):
-    # A Connect client switches the whole process to Connect mode, so it runs in a child process.
-    child = subprocess.run([sys.executable, str(SCENARIO), "--remote", server.url, str(tmp_path / "connect")],
-                           capture_output=True, text=True, timeout=600,
-                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
-    assert child.returncode == 0, child.stderr[-3000:]
-    remote = json.loads(child.stdout.splitlines()[-1])
-    local = run_scenario(spark, str(tmp_path / "local"))
+    # A Connect client switches the whole process to Connect mode, so it runs in a child process,
+    # while this process runs the scenario in local mode.
+    child = subprocess.Popen([sys.executable, str(SCENARIO), "--remote", server.url, str(tmp_path / "connect")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    try:
+        local = run_scenario(spark, str(tmp_path / "local"))
+        out, err = child.communicate(timeout=600)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == 0, err[-3000:]
+    remote = json.loads(out.splitlines()[-1])
     assert remote == local
-    assert remote["repaired"] > 0 and remote["late"] and remote["error"][1] is not None
+    assert remote["repaired"] > 0 and remote["late"] and remote["error"][1] is not None and remote["explained"]
+    assert all("equal their recomputation" in message for message in remote["verified"].values())
     # the parts were written by the server into the folder whose catalog this side wrote
     assert any((tmp_path / "connect" / "data").rglob("*.parquet"))
     assert not list((tmp_path / "connect" / "_viewdf" / "probes").iterdir())
