@@ -1,15 +1,16 @@
 """Sliding-window aggregates (FROM S [WINDOW w SLIDE s]) translated into ViewDFs: the thesis's worked
-example, the zero-sum regression, HAVING/WHERE/AVG, tumbling, slides, partial windows, global
-aggregates, errors, EXPLAIN, DROP, parts read per MAX step, and the dyadic cover itself."""
+example, the zero-sum regression, HAVING/WHERE/AVG, holistic aggregates mixed with others, tumbling,
+slides, partial windows, global aggregates, windows over views, exact DECIMAL sums, errors, EXPLAIN,
+DROP, parts read per MAX step, and the dyadic cover itself."""
 
 import math
+from decimal import Decimal
 
 import pandas as pd
 import pytest
 
 from oracles import rows, rows_by_part
 from test_errors import fails
-from viewdf_magic import ViewDFError
 from viewdf_magic.language.source import Fragment
 from viewdf_magic.language.subscripts import parse_subscript
 from viewdf_magic.translation.window_plan import dyadic_cover, dyadic_level, max_block_reads
@@ -117,6 +118,40 @@ def test_where_having_avg_and_max_match_the_oracle(warehouse):
                       "peak": "int"}
 
 
+# -- holistic aggregates mixed with others --------------------------------------------------------------
+MIXED_VIEW = """CREATE VIEW Mix AS
+  SELECT src, sum(loss) AS total, max(loss) AS peak, count(DISTINCT dest) AS nd, percentile_approx(loss, 0.5) AS med
+  FROM M [WINDOW 3 MINUTES]
+  WHERE loss IS NULL OR loss > 1
+  GROUP BY src
+  HAVING count(DISTINCT dest) >= 2 OR max(loss) > 6"""
+
+
+def test_mixed_view_recomputes_only_its_holistic_columns_over_the_window(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.ingest("M", frame([(0, "a", "x", 5), (0, "a", "y", 1), (1, "a", "x", 3), (1, "b", "x", 7),
+                                 (2, "a", "y", 5), (2, "b", None, 2), (3, "b", "z", None), (4, "a", "x", 9),
+                                 (4, None, "x", 8)]))
+    [created, explain] = warehouse.run(MIXED_VIEW + "; EXPLAIN VIEW Mix")
+    minute = lambda k: T0 + pd.Timedelta(minutes=k)  # noqa: E731
+    assert stored(warehouse, "Mix", ["src", "total", "peak", "nd", "med"]) == {
+        minute(1): [("b", 7, 7, 1, 7)],
+        minute(2): [("a", 13, 5, 2, 5), ("b", 9, 7, 1, 2)],     # (a, y, 1) fails WHERE: a has 1 dest at 10:00-10:01
+        minute(3): [("a", 8, 5, 2, 3), ("b", 9, 7, 2, 2)],      # count(DISTINCT) skips the NULL dest
+        minute(4): [(None, 8, 8, 1, 8), ("a", 14, 9, 2, 5)]}    # the NULL group joins its holistic values
+    verified(warehouse, "Mix")
+    assert {d.name for d in warehouse.catalog.views()} == {"Mix", "Mix__pre", "Mix__b1", "Mix__sum"}
+    assert "(nd, med recomputed over the window)" in created.message
+    for phrase in ("Columns maintained incrementally: total, peak.",
+                   "Columns recomputed over the window (3 part(s) of M) at every step: nd, med.",
+                   "COUNT(DISTINCT dest): holistic -> recomputed over the window's parts M[j-2 .. j]",
+                   "SUM(loss): subtractable", "MAX(loss): distributive", "M[j-2 .. j] = all 3 window part(s)"):
+        assert phrase in explain.detail, phrase
+    assert "NOT maintained incrementally" not in explain.detail
+    newest = warehouse.parts("Mix")["lineage"].iloc[-1]
+    assert "Mix__sum[23668444]" in newest and "M[23668442 .. 23668444]" in newest
+
+
 # -- tumbling, slides, partial windows, global aggregates -------------------------------------------------
 def test_tumbling_window_has_no_state_and_says_so(warehouse):
     warehouse.execute(STREAM)
@@ -174,13 +209,60 @@ def test_double_sums_are_refreshed_and_said_so(warehouse):
         assert close(got[stamp], [(agg["total"][0], agg["mean"][0])], 1e-6), stamp
 
 
+# -- windows over views, DECIMAL ---------------------------------------------------------------------
+def test_windows_over_a_hand_written_view_and_over_a_translated_view(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.ingest("M", frame([(0, "a", "d", 1), (0, "b", "d", -1), (1, "a", "d", 2), (2, "b", "d", 3),
+                                 (2, "a", "d", -2), (4, "a", "d", 4), (4, "b", "d", 5), (5, "b", "d", 1)]))
+    warehouse.run("CREATE VIEW H AS INITIALIZE H[i] AS SELECT src, loss * 2 AS loss2 FROM M[i] WHERE loss > 0 "
+                  "UPDATE H[j] AS SELECT src, loss * 2 AS loss2 FROM M[j] WHERE loss > 0;"
+                  "CREATE VIEW HW AS SELECT src, sum(loss2) AS total, max(loss2) AS peak FROM H [WINDOW 3 MINUTES] "
+                  "GROUP BY src;"
+                  "CREATE VIEW WW AS SELECT count(*) AS n, sum(total) AS total, max(peak) AS peak, "
+                  "count(DISTINCT src) AS groups FROM HW [WINDOW 2 MINUTES]")
+    minute = lambda k: T0 + pd.Timedelta(minutes=k)  # noqa: E731
+    assert stored(warehouse, "HW", ["src", "total", "peak"]) == {
+        minute(0): [("a", 2, 2)], minute(1): [("a", 6, 4)], minute(2): [("a", 6, 4), ("b", 6, 6)],
+        minute(3): [("a", 4, 4), ("b", 6, 6)], minute(4): [("a", 8, 8), ("b", 16, 10)],
+        minute(5): [("a", 8, 8), ("b", 12, 10)]}
+    assert stored(warehouse, "WW", ["n", "total", "peak", "groups"]) == {
+        minute(0): [(1, 2, 2, 1)], minute(1): [(2, 8, 4, 1)], minute(2): [(3, 18, 6, 2)],
+        minute(3): [(4, 22, 6, 2)], minute(4): [(4, 34, 10, 2)], minute(5): [(4, 44, 10, 2)]}
+    assert warehouse.catalog.get("HW__pre").sources == ("H",) and "HW" in warehouse.catalog.get("WW__pre").sources
+    verified(warehouse, "HW")
+    verified(warehouse, "WW")
+
+
+def test_decimal_sums_and_averages_are_exact(warehouse):
+    warehouse.execute("CREATE STREAM D (ts TIMESTAMP, k STRING, v DECIMAL(10,2)) PARTITION LENGTH 60")
+    values = {"a": ["0.10", "0.20", "0.30", "12345678.91", "-12345678.91", "0.01", "0.01", None, "0.00", "99999999.99"],
+              "b": ["-0.07", "0.33", None, "0.01", "0.02", "0.02", "-0.05", "1.00", "0.10", "0.20"]}
+    data = pd.DataFrame([(T0 + pd.Timedelta(minutes=m), k, None if v is None else Decimal(v))
+                         for k, vs in values.items() for m, v in enumerate(vs)], columns=["ts", "k", "v"])
+    warehouse.ingest("D", data)
+    [_, explain] = warehouse.run("CREATE VIEW DV AS SELECT k, sum(v) AS s, avg(v) AS a, count(v) AS n FROM D "
+                                 "[WINDOW 3 MINUTES] GROUP BY k; EXPLAIN VIEW DV")
+    assert "Sums are exact" in explain.detail and "REFRESH EVERY" not in warehouse.catalog.get("DV__sum").definition
+    schema = {f.name: f.dataType.simpleString() for f in warehouse.catalog.get("DV").schema.fields}
+    assert schema == {"k": "string", "s": "decimal(20,2)", "a": "decimal(14,6)", "n": "bigint"}
+    expected = {stamp: rows(aggregate(window, ["k"], value="v", mean_scale=6), ["k", "total", "mean", "nn"])
+                for stamp, window in window_parts(data, 60, 180, 60)}
+    got = stored(warehouse, "DV", ["k", "s", "a", "n"])
+    assert got == expected                       # Decimal equality: not one unit in the last place off
+    minute = lambda k: T0 + pd.Timedelta(minutes=k)  # noqa: E731
+    assert got[minute(4)][0] == ("a", Decimal("0.30"), Decimal("0.100000"), 3)    # 0.3 after +/- 12345678.91
+    assert got[minute(5)] == [("a", Decimal("0.01"), Decimal("0.003333"), 3),
+                              ("b", Decimal("0.05"), Decimal("0.016667"), 3)]      # avg rounds half up
+    verified(warehouse, "DV")
+
+
 # -- EXPLAIN, lineage, DROP ---------------------------------------------------------------------------
 def test_explain_lineage_and_parts_read_per_max_step(warehouse):
     warehouse.execute(STREAM)
     width = 20
     data = frame([(m, "a", "b", (m * 5) % 13) for m in range(23)])
     warehouse.ingest("M", data)
-    [_, explain] = warehouse.run(f"CREATE VIEW P AS SELECT src, max(loss) AS peak, sum(loss) AS total, "
+    [_, explain] = warehouse.run(f"CREATE VIEW P AS SELECT src, count(DISTINCT loss) AS nd, "
                                  f"percentile_approx(loss, 0.5) AS med FROM M [WINDOW {width} MINUTES] GROUP BY src;"
                                  f" EXPLAIN VIEW P")
     assert "holistic" in explain.detail.lower() and "NOT maintained incrementally" in explain.detail

@@ -35,7 +35,9 @@ class WindowViewPlan:
     @property
     def description(self) -> str:
         helpers = f", helpers {', '.join(self.helpers)}" if self.helpers else ""
-        return (f"PARTITION LENGTH {self.slide}, {self.translation.mode} sliding window{helpers}; "
+        recomputed = self.translation.columns("recomputed") if self.translation.holistic else ""
+        mixed = f" ({recomputed} recomputed over the window)" if recomputed else ""
+        return (f"PARTITION LENGTH {self.slide}, {self.translation.mode} sliding window{mixed}{helpers}; "
                 f"EXPLAIN VIEW shows how it is maintained")
 
     def statements(self, catalog: Catalog) -> Iterator[tuple[CreateViewDF, dict]]:

@@ -11,7 +11,8 @@ base parts a .. b with b = (j+1)*r - 1 and a = b - W + 1.
   all complete K-blocks in the window and, for every k < K, the first and the last complete
   k-block in it covers the window exactly (blocks overlap, which max and min do not mind):
   at most 3 + 2K block reads, i.e. about 2*log2(W).
-* Holistic (anything else, or DISTINCT): recomputation over the window's parts.
+* Holistic (anything else, or DISTINCT): recomputation over the window's parts; mixed with
+  other aggregates, of the holistic ones only, joined on the group keys.
 """
 
 from __future__ import annotations

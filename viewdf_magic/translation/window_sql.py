@@ -9,7 +9,9 @@ warehouse parses and defines like a hand-written one. Generated column names sta
 * ``<view>__sum`` (PARTITION LENGTH s): the window's running count(*) and sums and counts
   (ViewDF_Sum); a group leaves when its count(*) reaches 0.
 * ``<view>`` (PARTITION LENGTH s): combines them per group, computes AVG = sum / count and applies
-  HAVING; its RECOMPUTE clause is the user's query over the window's source parts.
+  HAVING; holistic aggregates mixed with others (``__h<n>``) are recomputed over the window's source
+  parts in a subquery joined on the group keys. Its RECOMPUTE clause is the user's query over the
+  window's source parts.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class WindowTranslation:
     width: int                             # W: source parts per window
     slide: int                             # r: source parts per view part
     aggregates: list[Aggregate]
-    mode: str                              # incremental, tumbling or holistic
+    mode: str                              # incremental, tumbling or holistic (every aggregate holistic)
     arguments: dict[str, int] = field(default_factory=dict)   # argument SQL -> index
     needs: dict[int, set[str]] = field(default_factory=dict)  # index -> {sum, count, max, min}
     refresh_every: int | None = None
@@ -67,6 +69,11 @@ class WindowTranslation:
     @property
     def distributive(self) -> bool:
         return self.mode == "incremental" and any(a.strategy == "distributive" for a in self.aggregates)
+
+    @property
+    def holistic(self) -> list[Aggregate]:
+        """The holistic aggregates an incremental view recomputes over the window (``__h<n>``)."""
+        return [a for a in self.aggregates if a.strategy == "holistic"] if self.mode == "incremental" else []
 
     @property
     def level(self) -> int:
@@ -138,12 +145,18 @@ class WindowTranslation:
                 columns.append(f"max({argument}) AS __mx{index}")
             if "min" in needs:
                 columns.append(f"min({argument}) AS __mn{index}")
-        source = f"{quote_name(self.source.name)}[i]" + (f" AS {quote_name(q.alias)}" if q.alias else "")
-        where = f"\nWHERE {q.where.sql(dialect='spark')}" if q.where is not None else ""
-        group = f"\nGROUP BY {', '.join(k.sql(dialect='spark') for k in q.keys)}" if q.keys else \
-            "\nHAVING count(*) > 0"
-        body = f"SELECT {', '.join(columns)}\nFROM {source}{where}{group}"
+        group = self._source_group() if q.keys else "\nHAVING count(*) > 0"
+        body = f"SELECT {', '.join(columns)}\nFROM {self._source_rows('i')}{group}"
         return self._statement(view, body, body, None)
+
+    def _source_rows(self, subscript: str) -> str:
+        """The source's parts ``subscript`` under the query's alias, filtered by its WHERE."""
+        q = self.query
+        source = f"{quote_name(self.source.name)}[{subscript}]" + (f" AS {quote_name(q.alias)}" if q.alias else "")
+        return source + (f"\nWHERE {q.where.sql(dialect='spark')}" if q.where is not None else "")
+
+    def _source_group(self) -> str:
+        return f"\nGROUP BY {', '.join(k.sql(dialect='spark') for k in self.query.keys)}" if self.query.keys else ""
 
     def _extremes(self) -> list[tuple[str, str]]:
         """(aggregate function, column) of the max/min state."""
@@ -228,13 +241,26 @@ class WindowTranslation:
                  for item, f in zip(self.query.items, self.output.fields)]
         having = self.query.having
         where = f"\nWHERE {self._rewrite(having, having=True)}" if having is not None else ""
-        body = f"SELECT {', '.join(items)}\nFROM ({inner}) AS __w{where}"
+        body = f"SELECT {', '.join(items)}\nFROM ({inner}) AS __w{self._holistic_join()}{where}"
         return self._statement(view, body, body, window)
+
+    def _holistic_join(self) -> str:
+        """The holistic aggregates over the window's source parts, per group, joined NULL-safely on the
+        keys (a group is in the window exactly when it has rows there, so every group finds its row)."""
+        if not self.holistic:
+            return ""
+        keys = [f"{k.sql(dialect='spark')} AS __hk{n}" for n, k in enumerate(self.query.keys)]
+        columns = keys + [f"{a.node.sql(dialect='spark')} AS __h{n}" for n, a in enumerate(self.holistic)]
+        on = " AND ".join(f"__w.__k{n} <=> __x.__hk{n}" for n in range(len(keys))) or "TRUE"
+        return (f"\nLEFT OUTER JOIN (SELECT {', '.join(columns)}\n  FROM {self._source_rows(self.window_range())}"
+                f"{self._source_group()}) AS __x\n  ON {on}")
 
     def cover(self) -> list[BlockRef]:
         return dyadic_cover(self.slide, self.width)
 
     def _replacement(self, aggregate: Aggregate) -> str:
+        if aggregate.strategy == "holistic":
+            return f"__h{self.holistic.index(aggregate)}"
         index = self.arguments.get(aggregate.argument or "")
         return {"count_star": "coalesce(__n, 0)",
                 "count": f"coalesce(__c{index}, 0)",
@@ -277,6 +303,7 @@ class WindowTranslation:
 
     # -- EXPLAIN -------------------------------------------------------------------------------
     def notes(self) -> str:
+        """EXPLAIN VIEW's account of the translation: strategies, helpers, parts read per step."""
         L, r, W = self.length, self.slide, self.width
         source = self.source.name
         lines = [f"Translated from a sliding-window query over {source} (PARTITION LENGTH {L}): "
@@ -287,49 +314,78 @@ class WindowTranslation:
             lines.append("Tumbling window (WINDOW = SLIDE): windows do not overlap, so no incremental state "
                          f"is needed; each part reads its own {W} part(s) of {source} directly.")
         elif self.mode == "holistic":
-            holistic = ", ".join(a.node.sql(dialect="spark") for a in self.aggregates if a.strategy == "holistic")
+            holistic = ", ".join(a.node.sql(dialect="spark") for a in self.aggregates)
             lines.append(f"Holistic aggregate(s) {holistic}: these cannot be computed from per-part summaries, "
                          f"so {self.name} is NOT maintained incrementally: every part recomputes the whole "
                          f"query over the {W} window part(s) of {source} (fallback to recomputation).")
         else:
-            lines.append("Strategy per aggregate:")
-            for aggregate in self.aggregates:
-                call = aggregate.node.sql(dialect="spark")
-                if aggregate.strategy == "subtractable":
-                    what = "sum and count" if aggregate.kind == "avg" else \
-                        "count" if aggregate.kind.startswith("count") else "sum"
-                    lines.append(f"  {call}: subtractable -> running {what} (ViewDF_Sum: add the new part, "
-                                 f"subtract the expired one) in {self.helper('sum')}")
-                else:
-                    lines.append(f"  {call}: distributive, not subtractable -> dyadic interval synopses "
-                                 f"{self.helper('pre')}" + (f" .. {self.helper('block', self.level)}"
-                                                             if self.level else ""))
-            if self.refresh_every:
-                lines.append(f"  DOUBLE sums drift when values are subtracted: {self.helper('sum')} is "
-                             f"recomputed from {self.helper('pre')} every {self.refresh_every} parts, and a sum "
-                             f"restarts at exactly 0 when its group's non-NULL count reaches 0.")
-            else:
-                lines.append("  Sums are exact (integer or decimal arithmetic).")
+            lines += self._column_notes() + ["", "Strategy per aggregate:"] + self._strategy_notes()
             lines += ["", "Helper views (owned by this view, dropped with it):"]
-            for view in self.views()[:-1]:
-                lines.append(f"  {view.name} (PARTITION LENGTH {view.partition_length}): {view.summary}")
-            lines += ["", f"Parts read per step of {self.name}:"]
-            reads = 0
-            if self.subtractable:
-                lines.append(f"  {self.helper('sum')}[j]")
-                reads += 1
-            if self.distributive:
-                for ref in self.cover():
-                    lines.append(f"  {self.helper('block', ref.level)}[{ref.subscript()}]")
-                blocks = max_block_reads(W)
-                reads += blocks
-                lines.append(f"  = at most {blocks} block part(s) for max/min (2*log2(W) + 3 with W = {W}), "
-                             f"not {W}")
-            if self.subtractable:
-                lines.append(f"  and {self.helper('sum')} reads {self.helper('sum')}[j-1] plus 2*{r} part(s) of "
-                             f"{self.helper('pre')} per step")
-            lines.append(f"Naive baseline (RECOMPUTE, VERIFY VIEW): the query over {W} part(s) of {source}.")
+            lines += [f"  {view.name} (PARTITION LENGTH {view.partition_length}): {view.summary}"
+                      for view in self.views()[:-1]]
+            lines += ["", f"Parts read per step of {self.name}:"] + self._read_notes()
         return "\n".join(lines)
+
+    def column_strategies(self) -> dict[str, str]:
+        """Each output column: ``key`` (no aggregate), ``incremental``, or ``recomputed`` over the
+        window (it uses a holistic aggregate)."""
+        strategy = {normalized(a.node): a.strategy for a in self.aggregates}
+        found = {}
+        for item, column in zip(self.query.items, self.output.fields):
+            used = {strategy.get(normalized(node)) for node in item.find_all(exp.AggFunc)} - {None}
+            found[column.name] = "key" if not used else "recomputed" if "holistic" in used else "incremental"
+        return found
+
+    def columns(self, strategy: str) -> str:
+        """The names of the output columns with ``strategy``, comma-separated."""
+        return ", ".join(name for name, found in self.column_strategies().items() if found == strategy)
+
+    def _column_notes(self) -> list[str]:
+        lines = [f"Columns maintained incrementally: {self.columns('incremental') or 'none'}."]
+        if self.holistic:
+            lines.append(f"Columns recomputed over the window ({self.width} part(s) of {self.source.name}) "
+                         f"at every step: {self.columns('recomputed') or 'none, only HAVING uses them'}.")
+        return lines
+
+    def _strategy_notes(self) -> list[str]:
+        lines = []
+        for aggregate in self.aggregates:
+            call = aggregate.node.sql(dialect="spark")
+            if aggregate.strategy == "subtractable":
+                what = "sum and count" if aggregate.kind == "avg" else \
+                    "count" if aggregate.kind.startswith("count") else "sum"
+                lines.append(f"  {call}: subtractable -> running {what} (ViewDF_Sum: add the new part, "
+                             f"subtract the expired one) in {self.helper('sum')}")
+            elif aggregate.strategy == "distributive":
+                lines.append(f"  {call}: distributive, not subtractable -> dyadic interval synopses "
+                             f"{self.helper('pre')}" + (f" .. {self.helper('block', self.level)}"
+                                                         if self.level else ""))
+            else:
+                lines.append(f"  {call}: holistic -> recomputed over the window's parts "
+                             f"{self.source.name}[{self.window_range()}] per group, joined on the group keys")
+        if self.refresh_every:
+            lines.append(f"  DOUBLE sums drift when values are subtracted: {self.helper('sum')} is "
+                         f"recomputed from {self.helper('pre')} every {self.refresh_every} parts, and a sum "
+                         f"restarts at exactly 0 when its group's non-NULL count reaches 0.")
+        elif self.subtractable:
+            lines.append("  Sums are exact (integer or decimal arithmetic).")
+        return lines
+
+    def _read_notes(self) -> list[str]:
+        r, W = self.slide, self.width
+        lines = [f"  {self.helper('sum')}[j]"] if self.subtractable else []
+        if self.distributive:
+            lines += [f"  {self.helper('block', ref.level)}[{ref.subscript()}]" for ref in self.cover()]
+            lines.append(f"  = at most {max_block_reads(W)} block part(s) for max/min (2*log2(W) + 3 with "
+                         f"W = {W}), not {W}")
+        if self.holistic:
+            lines.append(f"  {self.source.name}[{self.window_range()}] = all {W} window part(s), for the "
+                         f"holistic column(s)")
+        if self.subtractable:
+            lines.append(f"  and {self.helper('sum')} reads {self.helper('sum')}[j-1] plus 2*{r} part(s) of "
+                         f"{self.helper('pre')} per step")
+        lines.append(f"Naive baseline (RECOMPUTE, VERIFY VIEW): the query over {W} part(s) of {self.source.name}.")
+        return lines
 
 
 def translate_window(name: str, query: WindowQuery, source: ObjectDef, output: StructType) -> WindowTranslation:
@@ -341,7 +397,7 @@ def translate_window(name: str, query: WindowQuery, source: ObjectDef, output: S
     for aggregate in aggregates:
         unique.setdefault(normalized(aggregate.node), aggregate)
     aggregates = list(unique.values())
-    if any(a.strategy == "holistic" for a in aggregates):
+    if aggregates and all(a.strategy == "holistic" for a in aggregates):
         mode = "holistic"
     elif width == slide:
         mode = "tumbling"
