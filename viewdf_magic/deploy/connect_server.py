@@ -7,29 +7,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-import pyspark
-
-SPARK_HOME = Path(pyspark.__file__).parent
-
-
-def free_port() -> int:
-    """A TCP port nobody listens on now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+from .processes import HOST, SPARK_HOME, free_port, log_tail, stop_groups
 
 
 def listening(port: int) -> bool:
     with socket.socket() as probe:
         probe.settimeout(0.5)
-        return probe.connect_ex(("127.0.0.1", port)) == 0
+        return probe.connect_ex((HOST, port)) == 0
 
 
 class ConnectServer:
@@ -48,7 +38,7 @@ class ConnectServer:
 
     @property
     def url(self) -> str:
-        return f"sc://127.0.0.1:{self.port}"
+        return f"sc://{HOST}:{self.port}"
 
     def start(self) -> "ConnectServer":
         """Start the server and wait until it accepts connections."""
@@ -65,22 +55,16 @@ class ConnectServer:
         deadline = time.monotonic() + self.start_timeout
         while not listening(self.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
-                tail = self.log.read_text(errors="replace")[-2000:]
                 self.stop()
-                raise RuntimeError(f"the Spark Connect server did not start on port {self.port}:\n{tail}")
+                raise RuntimeError(f"the Spark Connect server did not start on port {self.port}; the end of "
+                                   f"{self.log}:\n{log_tail(self.log)}")
             time.sleep(0.5)
         return self
 
     def stop(self) -> None:
         """Stop the server and everything it started."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+        if self.process is not None:
+            stop_groups([self.process], grace=30.0)
 
     def __enter__(self) -> "ConnectServer":
         return self.start()

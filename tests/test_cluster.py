@@ -1,0 +1,49 @@
+"""The deployment scenario on a real Spark standalone cluster (a master and two one-core workers,
+separate processes on localhost) gives exactly what it gives in local mode, and its tasks ran on
+both workers' executors.
+
+The cluster's driver runs in a child process: this process already holds the local SparkContext."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from deployment_scenario import run_scenario
+
+from viewdf_magic.deploy.processes import HOST
+from viewdf_magic.deploy.standalone import StandaloneCluster
+
+TESTS = Path(__file__).resolve().parent
+APP_NAME = "viewdf-deployment-scenario"        # deployment_scenario.py's application name
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with StandaloneCluster(workers=2, cores=1, memory="1g", log_dir=tmp_path_factory.mktemp("standalone")) as running:
+        yield running
+
+
+def test_scenario_on_standalone_cluster_equals_local_mode(spark, cluster, tmp_path):
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP=HOST)
+    child = subprocess.Popen([sys.executable, str(TESTS / "deployment_scenario.py"), "--master", cluster.master_url,
+                              str(tmp_path / "cluster")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+    try:
+        local = run_scenario(spark, str(tmp_path / "local"))      # meanwhile, in this process
+        out, err = child.communicate(timeout=600)
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == 0, err[-4000:]
+    assert json.loads(out.splitlines()[-1]) == local
+
+    [app] = [a for a in cluster.status()["completedapps"] if a["name"] == APP_NAME]
+    assert (app["state"], app["cores"]) == ("FINISHED", 2)
+    for index in range(2):       # each worker launched an executor for the app, and it ran tasks
+        [log] = (cluster.worker_dir(index) / app["id"]).glob("*/stderr")
+        assert "Finished task" in log.read_text()
