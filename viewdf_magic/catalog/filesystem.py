@@ -37,7 +37,7 @@ class FileSystem(ABC):
 
     def write_text(self, relative: str, text: str) -> None:
         """Publish a file whole; FileExistsError if it already exists."""
-        if self.exists(relative) or not self.create_exclusive(relative, text):
+        if not self.create_exclusive(relative, text):
             raise FileExistsError(self.uri(relative))
 
     def aside(self, relative: str) -> str:

@@ -93,10 +93,14 @@ class ViewDF(Magics):
                 return
             last = self._run(warehouse, text, args.explain)
         except ViewDFError as error:
-            print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
+            self._show(error)
             return
         if args.out is not None:
             self._store(args.out, warehouse, last)
+
+    def _show(self, error: ViewDFError) -> None:
+        """A ViewDFError as the user sees it: message, position and caret, on stderr."""
+        print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
 
     def _widget(self, path: str | None, text: str) -> Replay | LineageViewer | None:
         """``replay STREAM --from SOURCE ...`` or ``lineage [VIEW]`` on the chosen warehouse."""
@@ -113,7 +117,7 @@ class ViewDF(Magics):
             views = [v.strip() for v in args.views.split(",")] if args.views else None
             return Replay(warehouse, args.stream, self._source(args), views, args.naive, args.speed)
         except ViewDFError as error:
-            print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
+            self._show(error)
             return None
 
     def _connect(self, path: str | None, text: str) -> None:
@@ -134,7 +138,7 @@ class ViewDF(Magics):
         try:
             warehouse = self._warehouse(args.warehouse or path)
         except ViewDFError as error:
-            print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
+            self._show(error)
             return
         print(f"Spark {spark.version} on {args.remote or args.master}; warehouse {warehouse.path}")
 
