@@ -396,8 +396,18 @@ def _verify(cursor: _Cursor) -> Verify:
     cursor.expect("VERIFY")
     cursor.accept("VIEW")
     name = cursor.name("a view name")
+    tolerance = None
+    if cursor.accept("TOLERANCE"):
+        token = cursor.peek()
+        try:
+            tolerance = float(token.text) if token is not None and token.token_type == TokenType.NUMBER else None
+        except ValueError:
+            tolerance = None
+        if tolerance is None or not 0 <= tolerance < float("inf"):
+            raise cursor.error("expected a relative tolerance after TOLERANCE (a number, 0 or more, e.g. 1e-6)")
+        cursor.index += 1
     cursor.done()
-    return Verify(cursor.fragment, name)
+    return Verify(cursor.fragment, name, tolerance)
 
 
 def _seal(cursor: _Cursor) -> Seal:

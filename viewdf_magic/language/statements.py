@@ -143,7 +143,10 @@ class Drop(Statement):
 
 @dataclass(frozen=True)
 class Verify(Statement):
+    """``VERIFY [VIEW] v [TOLERANCE x]``: every stored part against its RECOMPUTE result."""
+
     name: Name
+    tolerance: float | None = None   # relative, for FLOAT/DOUBLE columns; 0: exact; None: the default
 
 
 @dataclass(frozen=True)

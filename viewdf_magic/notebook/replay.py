@@ -2,8 +2,9 @@
 
 Each batch is one part of the stream, ingested with ``Warehouse.ingest`` (which runs incremental
 maintenance). With naive on, every view part the batch computed is also recomputed from scratch
-(``Warehouse.recompute``) and compared with the stored part. Batches run on a worker thread, so
-the kernel keeps handling the controls while a replay plays.
+(its RECOMPUTE clause) and compared with the stored part as VERIFY VIEW compares them
+(``Warehouse.verify_part``). Batches run on a worker thread, so the kernel keeps handling the
+controls while a replay plays.
 """
 
 from __future__ import annotations
@@ -216,18 +217,14 @@ class Replay:
                "incremental_seconds": sum(s.seconds for s in own + helpers),
                "incremental_parts_read": sum(parts_read(s.lineage) for s in own + helpers),
                "naive_seconds": None, "naive_parts_read": None, "equal": None}
-        stored = None
         if self.naive:
             row.update(naive_seconds=0.0, naive_parts_read=0, equal=True)
-            for step in own:
-                started = time.perf_counter()
-                fresh = self.warehouse.recompute(view.name, step.part_timestamp)
-                row["naive_seconds"] += time.perf_counter() - started
+            for step in own:            # as VERIFY VIEW does: FLOAT/DOUBLE within its default tolerance
+                check = self.warehouse.verify_part(view.name, step.part_timestamp)
+                row["naive_seconds"] += check.recompute_seconds
                 row["naive_parts_read"] += parts_read(self._recompute_lineage(view, step.subscript))
-                stored = self.warehouse.read_part(view.name, step.part_timestamp).drop(columns=PART_TIMESTAMP)
-                row["equal"] = row["equal"] and same_rows(stored, fresh)
-        if stored is None:
-            stored = self.warehouse.read_part(view.name, own[-1].part_timestamp).drop(columns=PART_TIMESTAMP)
+                row["equal"] = row["equal"] and check.comparison.equal
+        stored = self.warehouse.read_part(view.name, own[-1].part_timestamp).drop(columns=PART_TIMESTAMP)
         self._status[view.name] = _status_line(row)
         self._tables[view.name] = stored.head(DISPLAY_ROWS).to_html(index=False, border=0, classes="dataframe")
         return row
