@@ -129,6 +129,40 @@ def test_random_patterns_match_oracle_and_recompute(make_warehouse, pattern, dat
     check(make_warehouse(f"random{next(_names)}"), data, pattern)
 
 
+UNIQUE_STREAM = STREAM + " UNIQUE (src) PER PART"
+
+
+@st.composite
+def single_event_streams(draw) -> pd.DataFrame:
+    """At most one event per group and part (UNIQUE (src) PER PART holds), missing parts, NULL groups."""
+    groups = ["p", "q"] + [None] * draw(st.booleans())
+    events = [(minute, draw(st.sampled_from([0, 30])), src, draw(st.integers(0, 4)),
+               draw(st.one_of(st.integers(0, 4), st.none())))
+              for minute in range(draw(st.integers(3, 6))) for src in groups if draw(st.sampled_from([1, 1, 0]))]
+    return stream(events or [(0, 0, "p", 1, 1)])
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=patterns(), data=single_event_streams())
+def test_single_event_plan_matches_oracle(make_warehouse, pattern, data):
+    """Over a UNIQUE (src) PER PART stream the Helper takes the plan without grouping, folding or
+    killer lookup; it must give the oracle's rows all the same."""
+    wh = make_warehouse(f"single{next(_names)}")
+    check(wh, data, pattern, schema=UNIQUE_STREAM)
+    helper = wh.catalog.get("V0__helper").definition
+    assert "collect_list" not in helper and "aggregate(evs" not in helper and "last_killer" not in helper
+
+
+def test_single_event_plan_needs_unique_group_keys(make_warehouse):
+    """UNIQUE on columns outside GROUP BY does not make a group's events single: the general plan stays."""
+    wh = make_warehouse("unique_not_keys")
+    pattern = Pattern((("a", False), ("b", True)), (Cmp(">", Ref("b", "cur", "x"), Ref("a", "cur", "x")),),
+                      (("src", Ref(None, "cur", "src")), ("n", Agg("count*", None, ""))), ("src",))
+    data = stream([(0, 0, "p", 1, 1), (0, 30, "p", 2, 2), (1, 0, "p", 3, 3), (1, 0, "q", 0, 0)])
+    check(wh, data, pattern, schema=STREAM + " UNIQUE (src, y) PER PART")
+    assert "collect_list" in wh.catalog.get("V0__helper").definition
+
+
 # -- a corpus of tricky cases ------------------------------------------------------------------------
 PAPER = "CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) TIMESTAMP ts PARTITION LENGTH 60"
 SRC, DEST = "10.0.0.1", "10.0.0.2"

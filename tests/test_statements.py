@@ -4,7 +4,9 @@ import os
 import re
 
 import pandas as pd
+import pytest
 
+from viewdf_magic.errors import ViewDFError
 from oracles import data_folders, local_root, loss_rows, rows
 from test_paper_example import PAPER_DDL
 
@@ -180,3 +182,47 @@ def test_integer_columns_with_nulls_stay_integers(warehouse):
     rows = warehouse.execute("SELECT * FROM VALUES (1, CAST(2 AS BIGINT), CAST(0.5 AS DOUBLE)), (NULL, NULL, NULL) AS t(a, b, c)")
     assert [str(t) for t in rows.dtypes] == ["Int64", "Int64", "float64"]
     assert rows["a"].tolist()[0] == 1 and rows["a"].isna().tolist() == [False, True]
+
+
+UNIQUE_DDL = ("CREATE STREAM N (ts TIMESTAMP, src STRING, dest STRING, loss INT) PARTITION LENGTH 60 "
+              "UNIQUE (SRC, dest) PER PART")
+
+
+def _frame(*events: tuple) -> pd.DataFrame:
+    return pd.DataFrame([(STAMP(t), s, d, n) for t, s, d, n in events], columns=["ts", "src", "dest", "loss"])
+
+
+def test_unique_per_part_is_checked_at_ingest(warehouse, make_warehouse):
+    warehouse.execute(UNIQUE_DDL)
+    assert warehouse.catalog.get("N").unique == ("src", "dest")
+    warehouse.ingest("N", _frame(("2015-01-01 10:00", "a", "x", 1), ("2015-01-01 10:00:30", "a", "y", 2),
+                                 ("2015-01-01 10:01", "a", "x", 3)))
+    refused = [  # in one batch, NULL equal to NULL as in GROUP BY, and late rows against the stored part
+        (_frame(("2015-01-01 10:02", "a", "x", 1), ("2015-01-01 10:02:59", "a", "x", 2)),
+         "2 rows of part 2015-01-01 10:02:00 have (src, dest) = ('a', 'x')"),
+        (_frame(("2015-01-01 10:02", "b", None, 1), ("2015-01-01 10:02:01", "b", None, 2)),
+         "2 rows of part 2015-01-01 10:02:00 have (src, dest) = ('b', NULL)"),
+        (_frame(("2015-01-01 10:00:10", "a", "y", 9)),
+         "2 rows of part 2015-01-01 10:00:00 have (src, dest) = ('a', 'y')")]
+    for batch, message in refused:
+        with pytest.raises(ViewDFError) as caught:
+            warehouse.ingest("N", batch)
+        assert caught.value.message == f"{message}, but N is UNIQUE (src, dest) PER PART; nothing was written"
+    assert warehouse.execute("SELECT count(*) AS n FROM N")["n"].tolist() == [3]
+    warehouse.ingest("N", _frame(("2015-01-01 10:00:10", "a", "z", 9), ("2015-01-01 10:02", "b", None, 1)))
+    assert warehouse.execute("SELECT count(*) AS n FROM N")["n"].tolist() == [5]
+    assert make_warehouse().catalog.get("N").unique == ("src", "dest")      # reopened
+
+
+@pytest.mark.parametrize("tail, message, column", [
+    ("UNIQUE (b) PER PART", "UNIQUE names 'b', which is not a column of X", 67),
+    ("UNIQUE (a, A) PER PART", "'A' is named twice in UNIQUE", 70),
+    ("UNIQUE (a)", "expected PER PART after UNIQUE (...): uniqueness holds within each part at the end of the "
+                   "statement", 69),
+    ("UNIQUE a PER PART", "expected (, found 'a'", 66)])
+def test_unique_per_part_errors(warehouse, tail, message, column):
+    with pytest.raises(ViewDFError) as caught:
+        warehouse.execute(f"CREATE STREAM X (ts TIMESTAMP, a INT) PARTITION LENGTH 60 {tail}")
+    assert caught.value.message == message
+    assert f"line 1, column {column}:" in str(caught.value)
+    assert warehouse.catalog.get("X") is None

@@ -386,7 +386,7 @@ class Warehouse:
                                            statement.name.start, statement.name.end)
         definition = ObjectDef("stream", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
                                statement.fragment.text, time.time(), statement.partition_length,
-                               timestamp_column=column)
+                               timestamp_column=column, unique=self._unique_columns(statement, schema))
         length = statement.partition_length
         options = {"op": "options", "name": definition.key,
                    "lateness": statement.lateness.parts(length) if statement.lateness else None,
@@ -395,9 +395,24 @@ class Warehouse:
         return Result(statement, f"Created stream {definition.name} (PARTITION LENGTH "
                                  f"{definition.partition_length}, TIMESTAMP {column}{self._options_text(definition)}).")
 
+    @staticmethod
+    def _unique_columns(statement: st.CreateStream, schema: StructType) -> tuple[str, ...]:
+        """The UNIQUE (..) PER PART columns as the schema spells them."""
+        columns: list[str] = []
+        for name in statement.unique:
+            found = [f.name for f in schema.fields if f.name.lower() == name.key]
+            if not found:
+                raise statement.fragment.error(f"UNIQUE names '{name.text}', which is not a column of "
+                                               f"{statement.name.text}", name.start, name.end)
+            if found[0] in columns:
+                raise statement.fragment.error(f"'{name.text}' is named twice in UNIQUE", name.start, name.end)
+            columns.append(found[0])
+        return tuple(columns)
+
     def _options_text(self, definition: ObjectDef) -> str:
         state = self.catalog.state(definition.name)
         text = f", ALLOWED LATENESS {state.lateness} PARTS" if state.lateness is not None else ""
+        text += f", UNIQUE ({', '.join(definition.unique)}) PER PART" if definition.unique else ""
         return text + (f", RETAIN {state.retain} PARTS" if state.retain is not None else "")
 
     def _run_Alter(self, statement: st.Alter) -> Result:

@@ -78,6 +78,7 @@ class ObjectDef:
     origin: str | None = None           # translated views: the query the user wrote
     owner: str | None = None            # helper views: the translated view they serve
     notes: str = ""                     # translated views: how and why they were translated
+    unique: tuple[str, ...] = ()        # streams: UNIQUE (..) PER PART columns, checked at ingest
 
     @property
     def key(self) -> str:
@@ -94,12 +95,14 @@ class ObjectDef:
     def to_json(self) -> dict:
         data = asdict(self)
         data["sources"] = list(self.sources)
+        data["unique"] = list(self.unique)
         return data
 
     @staticmethod
     def from_json(data: dict) -> "ObjectDef":
         data = dict(data)
         data["sources"] = tuple(data.get("sources", ()))
+        data["unique"] = tuple(data.get("unique", ()))
         return ObjectDef(**data)
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType
 
@@ -168,6 +168,7 @@ class Ingester:
             self._validate(definition, counts, parts, error)
             if not parts:
                 return report
+            self._check_unique(definition, cached, subscript, parts, error)
             folder = self.store.new_folder(definition)
             self.store.write_batch(definition, cached, folder)
         except SPARK_ERRORS as exc:
@@ -246,6 +247,26 @@ class Ingester:
             raise error(f"this batch would create {new_parts:,} parts of {definition.name} "
                         f"({format_part(low, length)} to {format_part(high, length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
+
+    def _check_unique(self, definition: ObjectDef, batch: DataFrame, subscript: Column, parts: dict[int, int],
+                      error: ErrorAt) -> None:
+        """UNIQUE (..) PER PART: no two rows of one part, in the batch or already stored, share the columns."""
+        if not definition.unique:
+            return
+        keys = [F.col(quote_name(c)) for c in definition.unique]
+        rows = batch.select(subscript.alias("s"), *keys)
+        state = self.catalog.state(definition.name)
+        stored = [s for s in parts if s in state.parts]
+        if stored:      # late rows join a part that has rows
+            rows = rows.unionByName(self.store.read_parts(definition, state, stored).select(subscript.alias("s"), *keys))
+        twice = rows.groupBy("s", *keys).count().where("count > 1").limit(1).collect()
+        if twice:
+            row = twice[0]
+            columns = ", ".join(definition.unique)
+            values = ", ".join("NULL" if row[c] is None else repr(row[c]) for c in definition.unique)
+            raise error(f"{row['count']} rows of part {format_part(row['s'], definition.partition_length)} have "
+                        f"({columns}) = ({values}), but {definition.name} is UNIQUE ({columns}) PER PART; "
+                        f"nothing was written")
 
     def append_table(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt,
                      create: bool = False) -> int:

@@ -35,8 +35,11 @@ class PatternViewPlan:
     @property
     def description(self) -> str:
         labels = ", ".join(v.label for v in self.fsm.variables)
+        single = (f"; one event per group per part ({self.source.name} is UNIQUE "
+                  f"({', '.join(self.source.unique)}) PER PART), so the helper's step groups nothing"
+                  if self.translation.single_events else "")
         return (f"PARTITION LENGTH {self.source.partition_length}, pattern [{labels}] with helper "
-                f"{self.translation.helper}; EXPLAIN VIEW shows its FSM")
+                f"{self.translation.helper}{single}; EXPLAIN VIEW shows its FSM")
 
     def statements(self, catalog: Catalog) -> Iterator[tuple[CreateViewDF, dict]]:
         """The Helper's statement, then the final view's, with the catalog fields to set."""
@@ -75,8 +78,10 @@ def plan_pattern_view(statement: CreateQueryView, clause: PatternClause, catalog
     columns = [f.name for f in source.schema.fields]
     probe = type_probe(spark, source)
     fsm = build_fsm(query, {c.lower(): c for c in columns}, probe)
+    keys = {k.lower() for k in fsm.query.keys}
+    single_events = bool(source.unique) and all(c.lower() in keys for c in source.unique)
     translation = PatternTranslation(statement.name.text, fsm, source.name, source.partition_length,
-                                     source.timestamp_column, columns, probe)
+                                     source.timestamp_column, columns, probe, single_events)
     if new and catalog.get(translation.helper) is not None:
         raise statement.fragment.error(f"'{translation.helper}' already exists; {statement.name.text} needs that "
                                        f"name for its helper view", statement.name.start, statement.name.end)

@@ -171,6 +171,7 @@ def _create_stream(cursor: _Cursor, name: Name) -> CreateStream:
     timestamp = None
     length = None
     lateness = retain = None
+    unique: tuple[Name, ...] = ()
     while cursor.peek() is not None:
         if cursor.accept("TIMESTAMP"):
             timestamp = cursor.name("the timestamp column")
@@ -180,12 +181,26 @@ def _create_stream(cursor: _Cursor, name: Name) -> CreateStream:
             lateness = cursor.extent("ALLOWED LATENESS")
         elif cursor.accept("RETAIN"):
             retain = _retain(cursor)
+        elif cursor.accept("UNIQUE"):
+            unique = _unique(cursor)
         else:
             raise cursor.error("expected TIMESTAMP <column>, PARTITION LENGTH <seconds>, ALLOWED LATENESS <n> "
-                               "PARTS or RETAIN <n> PARTS")
+                               "PARTS, RETAIN <n> PARTS or UNIQUE (<columns>) PER PART")
     if length is None:
         raise cursor.fragment.error("a stream needs a PARTITION LENGTH (in seconds)", name.start, name.end)
-    return CreateStream(cursor.fragment, name, columns, timestamp, length, lateness, retain)
+    return CreateStream(cursor.fragment, name, columns, timestamp, length, lateness, retain, unique)
+
+
+def _unique(cursor: _Cursor) -> tuple[Name, ...]:
+    """``(a, b) PER PART``: the columns no two rows of one part share."""
+    cursor.expect("(")
+    names = [cursor.name("a column name")]
+    while cursor.accept(","):
+        names.append(cursor.name("a column name"))
+    cursor.expect(")")
+    if not cursor.accept("PER", "PART"):
+        raise cursor.error("expected PER PART after UNIQUE (...): uniqueness holds within each part")
+    return tuple(names)
 
 
 def _retain(cursor: _Cursor) -> Extent:

@@ -46,6 +46,7 @@ class CreateStream(Statement):
     partition_length: int
     lateness: Extent | None = None   # ALLOWED LATENESS: older rows are refused (None: any late row is repaired)
     retain: Extent | None = None     # RETAIN: older parts are dropped (None: kept)
+    unique: tuple[Name, ...] = ()    # UNIQUE (..) PER PART: no two rows of a part share these values
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,10 @@ dominance). Each part's events are folded in order (fast path without a loop for
 * among runs in the same state with the same future, the preferred one is kept: the longest
   (earliest start), then the greediest (earlier Kleene variables took more events);
 * an event no variable can take ends every run (the *killer* prefilter): only the other events
-  are grouped, and for groups that have some, the last killer is looked up.
+  are grouped, and for groups that have some, the last killer is looked up;
+* over a stream declared ``UNIQUE (..) PER PART`` on some of the group keys, a group has at most
+  one event per part, so the step neither groups the events nor folds them nor looks up killers:
+  it is the event joined with the group's runs, like a hand-written step.
 
 The final view selects, per group, the preferred run in the accepting state after the group's last
 event of the part (``matched``). Joins compare keys with ``<=>`` (not NATURAL JOIN, which would also
@@ -41,6 +44,8 @@ class PatternTranslation:
     timestamp: str                 # the stream's timestamp column
     columns: list[str]             # the stream's columns, in schema order
     type_of: Callable[[str], str]  # types SQL over the stream's columns (see pattern_fsm.TypeProbe)
+    single_events: bool = False    # the stream is UNIQUE PER PART on some of the group keys: one event
+                                   # per group per part, so no grouping, fold or killer lookup
 
     @property
     def helper(self) -> str:
@@ -195,11 +200,13 @@ class PatternTranslation:
         condition = self.fsm.query.filter_sql
         return f" WHERE {condition}" if condition is not None else ""
 
-    def _previous(self, state: int) -> str:
-        """State ``state``'s runs in Helper[j-1] (``h``); a group new there has none (not NULL)."""
-        if self.fsm.many(state):
-            return f"coalesce(h.s{state}, {self._empty(state)}) AS s{state}"
-        return f"h.s{state}"
+    def _previous(self, state: int, killed: str | None = None) -> str:
+        """State ``state``'s runs in Helper[j-1] (``h``); a group new there has none (not NULL), nor
+        does a group for which ``killed`` holds."""
+        runs = f"coalesce(h.s{state}, {self._empty(state)})" if self.fsm.many(state) else f"h.s{state}"
+        if killed is not None:
+            runs = f"IF({killed}, {self._empty(state)}, {runs})"
+        return f"{runs} AS s{state}"
 
     def helper_query(self, part: str, previous: str | None) -> str:
         """Helper[part] from the stream's part and, for UPDATE, Helper[previous]."""
@@ -210,15 +217,24 @@ class PatternTranslation:
         carry = fsm.query.clause.contiguity == "EVENTS"
         killer = render(fsm.killer, event="") if fsm.killer is not None else None
         lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e"
-                 + (f", {killer} AS killer" if killer else "") + f" FROM {quote_name(self.stream)}[{part}]{self._filter()})",
-                 f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events"
-                 + (" WHERE NOT killer" if killer else "") + f"{group})"]
+                 + (f", {killer} AS killer" if killer else "") + f" FROM {quote_name(self.stream)}[{part}]{self._filter()})"]
+        if self.single_events:
+            # one event per group: it is the group's whole part, and a killer ends the group's runs
+            if carry and killer:
+                lines.append(f", live AS (SELECT {key_list}IF(killer, array(), array(e)) AS evs, killer FROM events)")
+            else:
+                lines.append(f", live AS (SELECT {key_list}array(e) AS evs FROM events"
+                             + (" WHERE NOT killer)" if killer else ")"))
+        else:
+            lines.append(f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events"
+                         + (" WHERE NOT killer" if killer else "") + f"{group})")
         if previous is None:
             slots = "".join(f", {self._empty(k)} AS s{k}" for k in stored)
             lines.append(f", joined AS (SELECT {key_list}evs{slots} FROM live)")
         elif carry:
             merged = ", ".join(f"coalesce(live.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}" for k in fsm.query.keys)
-            slots = "".join(f", {self._previous(k)}" for k in stored)
+            cut = self.single_events and killer
+            slots = "".join(f", {self._previous(k, 'coalesce(live.killer, false)' if cut else None)}" for k in stored)
             lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}coalesce(live.evs, array()) AS evs"
                          f"{slots} FROM live FULL OUTER JOIN {quote_name(self.helper)}[{previous}] AS h "
                          f"ON {self._same_key('live', 'h')})")
@@ -226,7 +242,7 @@ class PatternTranslation:
             slots = [self._previous(k) for k in stored]
             lines.append(f", joined AS (SELECT {', '.join(self._keys('live') + ['live.evs'] + slots)} FROM live "
                          f"LEFT JOIN {quote_name(self.helper)}[{previous}] AS h ON {self._same_key('live', 'h')})")
-        if killer:
+        if killer and not self.single_events:
             # only groups with other events (or runs) in this part need their last killer: a semi-join
             # on the events themselves (broadcast when small) keeps the other killers off the shuffle
             holders = "joined AS y WHERE" if carry and previous is not None else "events AS y WHERE NOT y.killer AND"
@@ -242,13 +258,13 @@ class PatternTranslation:
         slots = f"named_struct({', '.join(repr(f's{k}') + ', ' + before[k] for k in before)})"
         empty = f"named_struct({', '.join(repr(f's{k}') + ', ' + self._empty(k) for k in before)})"
         one = self.step(lambda k: before[k], "evs[0]")
-        fold = f"aggregate(evs, {slots}, (acc, ev) -> {self.step(lambda k: f'acc.s{k}', 'ev', depth=1)})"
+        several = "" if self.single_events else \
+            f"\n    ELSE aggregate(evs, {slots}, (acc, ev) -> {self.step(lambda k: f'acc.s{k}', 'ev', depth=1)})"
         # LATERAL VIEW binds the runs once: a filter on them is not pushed below it (which would
         # copy the whole step into the filter once per state)
         lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st FROM prior LATERAL VIEW explode(array(\n"
                      f"    CASE WHEN size(evs) = 0 THEN {slots if carry else empty}\n"
-                     f"    WHEN size(evs) = 1 THEN {one}\n"
-                     f"    ELSE {fold} END)) AS st)")
+                     f"    WHEN size(evs) = 1 THEN {one}{several} END)) AS st)")
         final = fsm.final.index
         alive = [f"size(st.s{k}) > 0" if fsm.many(k) else f"st.s{k} IS NOT NULL" for k in stored]
         matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
