@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from collections import OrderedDict
 from contextlib import contextmanager, redirect_stdout
 from typing import Callable, Iterator
 
@@ -18,6 +19,8 @@ from .connect_sql import sql_with_frames
 from .spark_errors import SPARK_ERRORS, spark_error
 from .timeline import ResolvedRef, check_retained, existing
 
+PREFIX_CACHE_SIZE = 256
+
 
 class QueryRunner:
     """Binds resolved references to Spark temp views named by their placeholders."""
@@ -28,6 +31,7 @@ class QueryRunner:
         self.catalog = catalog
         self.store = store
         self.catalog_frame = catalog_frame
+        self._prefixes: OrderedDict[tuple, tuple[str, str]] = OrderedDict()
 
     def frame(self, ref: ResolvedRef, empty: bool = False) -> DataFrame:
         """The data one reference stands for (or an empty frame of its schema)."""
@@ -61,17 +65,34 @@ class QueryRunner:
         shift = 0
         with self._named(named) as sql:
             try:
-                result = sql(query.sql)
-                if schema is not None:
-                    prefix = conform_prefix(result.schema, schema, query, clause)
+                if schema is None:
+                    result = sql(query.sql)
+                else:
+                    prefix, columns = self._conformed(sql, query, named, schema, clause)
                     shift = len(prefix)
-                    result = sql(f"{prefix}{query.sql}\n) AS __vdf_output({_positional(result.columns)})")
+                    result = sql(f"{prefix}{query.sql}\n) AS __vdf_output({columns})")
             except SPARK_ERRORS as exc:
                 raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
             try:
                 yield result
             except SPARK_ERRORS as exc:
                 raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
+
+    def _conformed(self, sql: Callable[[str], DataFrame], query: CompiledQuery, named: dict[str, DataFrame],
+                   schema: StructType, clause: str) -> tuple[str, str]:
+        """The prefix that conforms ``query``'s output to ``schema``, and its output's positional names.
+        Remembered by query text and input schemas, so a step analyses its (long) query once, not twice."""
+        key = (query.sql, clause, schema.json(), tuple((name, frame.schema.json()) for name, frame in named.items()))
+        known = self._prefixes.get(key)
+        if known is None:
+            output = sql(query.sql).schema
+            known = conform_prefix(output, schema, query, clause), _positional(output.fieldNames())
+            self._prefixes[key] = known
+            while len(self._prefixes) > PREFIX_CACHE_SIZE:
+                self._prefixes.popitem(last=False)
+        else:
+            self._prefixes.move_to_end(key)
+        return known
 
     @contextmanager
     def _named(self, frames: dict[str, DataFrame]) -> Iterator[Callable[[str], DataFrame]]:
