@@ -163,12 +163,12 @@ class Ingester:
         folder = None
         try:
             cached = frame.persist()
-            counts = cached.groupBy(subscript.alias("s")).count().collect()
+            counts = self._counts(definition, cached, subscript)
             parts = {row["s"]: row["count"] for row in counts if row["s"] is not None}
             self._validate(definition, counts, parts, error)
             if not parts:
                 return report
-            self._check_unique(definition, cached, subscript, parts, error)
+            self._check_unique(definition, cached, subscript, counts, error)
             folder = self.store.new_folder(definition)
             self.store.write_batch(definition, cached, folder)
         except SPARK_ERRORS as exc:
@@ -248,16 +248,30 @@ class Ingester:
                         f"({format_part(low, length)} to {format_part(high, length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
-    def _check_unique(self, definition: ObjectDef, batch: DataFrame, subscript: Column, parts: dict[int, int],
-                      error: ErrorAt) -> None:
-        """UNIQUE (..) PER PART: no two rows of one part, in the batch or already stored, share the columns."""
+    @staticmethod
+    def _counts(definition: ObjectDef, batch: DataFrame, subscript: Column) -> list:
+        """Rows per part (``s``, ``count``); for a UNIQUE stream, in the same job, how often the most
+        repeated hash of the UNIQUE columns occurs in the part (``most``)."""
         if not definition.unique:
+            return batch.groupBy(subscript.alias("s")).count().collect()
+        hashed = F.xxhash64(*[F.col(quote_name(c)) for c in definition.unique]).alias("k")
+        return batch.groupBy(subscript.alias("s"), hashed).count() \
+            .groupBy("s").agg(F.sum("count").alias("count"), F.max("count").alias("most")).collect()
+
+    def _check_unique(self, definition: ObjectDef, batch: DataFrame, subscript: Column, counts: list,
+                      error: ErrorAt) -> None:
+        """UNIQUE (..) PER PART: no two rows of one part, in the batch or already stored, share the columns.
+        Only a repeated hash (see ``_counts``) or late rows need the exact check by value."""
+        if not definition.unique:
+            return
+        state = self.catalog.state(definition.name)
+        suspect = [row["s"] for row in counts if row["s"] is not None and row["most"] > 1]
+        stored = [row["s"] for row in counts if row["s"] in state.parts]     # late rows join a part with rows
+        if not suspect and not stored:
             return
         keys = [F.col(quote_name(c)) for c in definition.unique]
         rows = batch.select(subscript.alias("s"), *keys)
-        state = self.catalog.state(definition.name)
-        stored = [s for s in parts if s in state.parts]
-        if stored:      # late rows join a part that has rows
+        if stored:
             rows = rows.unionByName(self.store.read_parts(definition, state, stored).select(subscript.alias("s"), *keys))
         twice = rows.groupBy("s", *keys).count().where("count > 1").limit(1).collect()
         if twice:
