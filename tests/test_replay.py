@@ -14,7 +14,7 @@ from oracles import cumulative_totals, loss_rows, rows
 from viewdf_magic import ViewDFError
 from viewdf_magic.demo import NETWORK_DDL, network_stream
 from viewdf_magic.notebook.batches import Batches, NetworkStream
-from viewdf_magic.notebook.replay import Replay, same_rows
+from viewdf_magic.notebook.replay import Replay
 from viewdf_magic.notebook.timing_plot import TIMING_COLUMNS, TimingPlot
 
 # A running total per src, and the same view with a fault: its UPDATE forgets the previous part, so
@@ -238,14 +238,6 @@ def test_the_synthetic_network_stream(network):
     assert network_stream(2, pairs=3, selectivity=0.0)["loss"].iloc[[1, 2, 3, 5, 6, 7]].between(0, 10).all()
     batches = Batches(network, "M", NetworkStream(parts=3, pairs=2, rows_per_part=5))
     assert (batches.subscripts, batches.rows) == (PARTS[:3], [5, 5, 5])
-
-
-def test_same_rows_compares_multisets_with_nan_equal_to_nan():
-    left = pd.DataFrame({"a": [1.0, float("nan"), 1.0], "b": ["x", None, "x"]})
-    assert same_rows(left, left.iloc[[2, 1, 0]].rename(columns={"a": "other"}))
-    assert not same_rows(left, left.iloc[[0, 1]])                       # one (1.0, x) fewer
-    assert not same_rows(left, left.assign(b=["x", "y", "x"]))
-    assert not same_rows(left, left[["a"]])
 
 
 def test_plot_draws_the_timings_and_saves(tmp_path):

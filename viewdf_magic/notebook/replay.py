@@ -10,14 +10,11 @@ controls while a replay plays.
 from __future__ import annotations
 
 import html
-import math
 import threading
 import time
-from collections import Counter
-from typing import Hashable, Iterable
+from typing import Iterable
 
 import ipywidgets as widgets
-import numpy as np
 import pandas as pd
 
 from ..catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef
@@ -30,40 +27,15 @@ from .batches import Batches, NetworkStream, Source
 from .render import ResultView
 from .timing_plot import TIMING_COLUMNS, TimingPlot
 
-__all__ = ["NetworkStream", "Replay", "replay", "same_rows"]
+__all__ = ["NetworkStream", "Replay", "replay"]
 
 DISPLAY_ROWS = 10
-_NAN = object()         # stands for a float NaN, which is not equal to itself
 
 
 def replay(warehouse: Warehouse, stream: str, source: Source, views: Iterable[str] | None = None,
            naive: bool = False, speed: float = 2.0) -> "Replay":
     """A replay widget feeding ``source`` into ``stream`` part by part (see ``Replay``)."""
     return Replay(warehouse, stream, source, views, naive, speed)
-
-
-def same_rows(left: pd.DataFrame, right: pd.DataFrame) -> bool:
-    """Whether two frames hold the same rows as multisets, columns matched by position; NaN equals NaN."""
-    if left.shape[1] != right.shape[1]:
-        return False
-    return Counter(map(_row_key, left.itertuples(index=False))) == \
-        Counter(map(_row_key, right.itertuples(index=False)))
-
-
-def _row_key(values: Iterable) -> tuple:
-    return tuple(_value_key(v) for v in values)
-
-
-def _value_key(value: object) -> Hashable:
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return tuple(_value_key(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _value_key(v)) for k, v in value.items()))
-    if isinstance(value, float) and math.isnan(value):
-        return _NAN
-    if pd.isna(value):
-        return None
-    return value
 
 
 def parts_read(lineage: Iterable[LineageRange]) -> int:
