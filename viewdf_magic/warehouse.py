@@ -24,7 +24,8 @@ from .commands.pattern_views import explain_tables, plan_pattern_view, replan
 from .commands.window_views import plan_window_view
 from .translation.fsm_diagram import fsm_svg
 from .translation.pattern_query import find_pattern
-from .commands.ingest import MAX_NEW_PARTS, IngestReport, Ingester, conform_by_name, conform_by_position, stream_schema_check
+from .commands.ingest import (MAX_NEW_PARTS, IngestReport, Ingester, conform_by_name, conform_by_position,
+                              stream_schema_check)
 from .errors import ViewDFError
 from .language import statements as st
 from .language.parser import parse
