@@ -18,7 +18,7 @@ from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, Timest
 from .catalog.catalog import Catalog
 from .catalog.filesystem import open_filesystem
 from .catalog.lock import WriterLock
-from .catalog.model import CATALOG_VIEW, ObjectDef
+from .catalog.model import CATALOG_VIEW, PART_TIMESTAMP, ObjectDef
 from .commands import inspect
 from .commands.pattern_views import explain_tables, plan_pattern_view, replan
 from .commands.window_views import plan_window_view
@@ -413,7 +413,7 @@ class Warehouse:
     def _options_text(self, definition: ObjectDef) -> str:
         state = self.catalog.state(definition.name)
         text = f", ALLOWED LATENESS {state.lateness} PARTS" if state.lateness is not None else ""
-        text += f", UNIQUE ({', '.join(definition.unique)}) PER PART" if definition.unique else ""
+        text += f", {definition.unique_clause}" if definition.unique else ""
         return text + (f", RETAIN {state.retain} PARTS" if state.retain is not None else "")
 
     def _run_Alter(self, statement: st.Alter) -> Result:
@@ -650,7 +650,7 @@ class Warehouse:
         fresh = self.maintainer.recompute(definition, subscript)        # computed here (a local checkpoint)
         seconds = time.perf_counter() - started
         stored = self.store.read_parts(definition, self.catalog.state(definition.name), [subscript])
-        comparison = check_runtime(lambda: compare_rows(stored.drop("PART_TIMESTAMP"), fresh, tolerance),
+        comparison = check_runtime(lambda: compare_rows(stored.drop(PART_TIMESTAMP), fresh, tolerance),
                                    "verifying")
         return PartCheck(comparison, seconds)
 

@@ -85,6 +85,11 @@ class ObjectDef:
         return self.name.lower()
 
     @property
+    def unique_clause(self) -> str:
+        """``UNIQUE (a, b) PER PART`` as declared ("" when the stream declares none)."""
+        return f"UNIQUE ({', '.join(self.unique)}) PER PART" if self.unique else ""
+
+    @property
     def schema(self) -> StructType:
         return StructType.fromJson(json.loads(self.schema_json))
 

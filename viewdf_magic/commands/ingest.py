@@ -279,7 +279,7 @@ class Ingester:
             columns = ", ".join(definition.unique)
             values = ", ".join("NULL" if row[c] is None else repr(row[c]) for c in definition.unique)
             raise error(f"{row['count']} rows of part {format_part(row['s'], definition.partition_length)} have "
-                        f"({columns}) = ({values}), but {definition.name} is UNIQUE ({columns}) PER PART; "
+                        f"({columns}) = ({values}), but {definition.name} is {definition.unique_clause}; "
                         f"nothing was written")
 
     def append_table(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt,

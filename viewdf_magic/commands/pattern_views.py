@@ -35,8 +35,8 @@ class PatternViewPlan:
     @property
     def description(self) -> str:
         labels = ", ".join(v.label for v in self.fsm.variables)
-        single = (f"; one event per group per part ({self.source.name} is UNIQUE "
-                  f"({', '.join(self.source.unique)}) PER PART), so the helper's step groups nothing"
+        single = (f"; one event per group per part ({self.source.name} is {self.source.unique_clause}), "
+                  f"so the helper's step groups nothing"
                   if self.translation.single_events else "")
         return (f"PARTITION LENGTH {self.source.partition_length}, pattern [{labels}] with helper "
                 f"{self.translation.helper}{single}; EXPLAIN VIEW shows its FSM")
