@@ -34,6 +34,17 @@ def content_checksum(schema: StructType) -> Column:
     return F.coalesce(F.sum(row_hash.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
 
 
+def part_stamp(seconds: int) -> Column:
+    """The part's PART_TIMESTAMP as a column whose value does not enter generated code.
+
+    Spark inlines a primitive literal (a timestamp is a long) into the Java it generates, so a
+    plain ``lit`` would give every part new code and a stage compile (about 0.1-0.2 s per step
+    at 1M rows; docs/benchmarks.md). An array literal is passed to the code as an object instead,
+    and the non-foldable index keeps constant folding from turning it back into a primitive."""
+    index = F.lit(1) + F.lit(0) * F.spark_partition_id()
+    return F.timestamp_seconds(F.element_at(F.array(F.lit(seconds)), index))
+
+
 def stored_schema(definition: ObjectDef) -> StructType:
     """The physical schema: the logical one plus PART_TIMESTAMP for partitioned objects."""
     schema = definition.schema
@@ -86,8 +97,7 @@ class PartStore:
         that read it, so they neither recompute nor reread it.
         """
         folder = self.new_folder(definition)
-        stamp = F.timestamp_seconds(F.lit(subscript * definition.partition_length))
-        stamped = frame.withColumn(PART_TIMESTAMP, stamp)
+        stamped = frame.withColumn(PART_TIMESTAMP, part_stamp(subscript * definition.partition_length))
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
         counted = Observation()
