@@ -16,7 +16,7 @@ dominance). Each part's events are folded in order (fast path without a loop for
   it is the event joined with the group's runs, like a hand-written step.
 
 The final view selects, per group, the preferred run in the accepting state after the group's last
-event of the part (``matched``). Joins compare keys with ``<=>`` (not NATURAL JOIN, which would also
+event of the part (``matched``; the final state's own column when that is the same thing). Joins compare keys with ``<=>`` (not NATURAL JOIN, which would also
 join on the timestamp) and a new group starts with no runs (not state 0 treated as a value).
 """
 
@@ -186,6 +186,16 @@ class PatternTranslation:
         """The preferred accepting run, from the final state's runs ``state``."""
         return f"try_element_at({state}, 1)" if self.fsm.many(self.fsm.final.index) else state
 
+    @property
+    def match_column(self) -> str:
+        """The Helper column holding ``matched``. Without CONTIGUITY EVENTS every group in Helper[j]
+        has events in part j, so a single stored final state's run is the match: no copy is kept."""
+        final = self.fsm.final.index
+        carry = self.fsm.query.clause.contiguity == "EVENTS"
+        if carry or self.fsm.many(final) or final not in self.fsm.stored_states():
+            return "matched"
+        return f"s{final}"
+
     def _event_struct(self) -> str:
         ordered = [self.timestamp] + [c for c in self.columns if c != self.timestamp]
         return "struct(" + ", ".join(quote_name(c) for c in ordered) + ")"
@@ -219,28 +229,31 @@ class PatternTranslation:
         lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e"
                  + (f", {killer} AS killer" if killer else "") + f" FROM {quote_name(self.stream)}[{part}]{self._filter()})"]
         if self.single_events:
-            # one event per group: it is the group's whole part, and a killer ends the group's runs
+            # one event per group: it is the group's whole part (n = 1), and a killer ends its runs
             if carry and killer:
-                lines.append(f", live AS (SELECT {key_list}IF(killer, array(), array(e)) AS evs, killer FROM events)")
+                lines.append(f", live AS (SELECT {key_list}IF(killer, 0, 1) AS n, e, killer FROM events)")
             else:
-                lines.append(f", live AS (SELECT {key_list}array(e) AS evs FROM events"
-                             + (" WHERE NOT killer)" if killer else ")"))
+                lines.append(f", live AS (SELECT {key_list}1 AS n, e FROM events" + (" WHERE NOT killer)" if killer else ")"))
+            events = ["n", "e"]
         else:
             lines.append(f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events"
                          + (" WHERE NOT killer" if killer else "") + f"{group})")
+            events = ["evs"]
         if previous is None:
             slots = "".join(f", {self._empty(k)} AS s{k}" for k in stored)
-            lines.append(f", joined AS (SELECT {key_list}evs{slots} FROM live)")
+            lines.append(f", joined AS (SELECT {key_list}{', '.join(events)}{slots} FROM live)")
         elif carry:
             merged = ", ".join(f"coalesce(live.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}" for k in fsm.query.keys)
             cut = self.single_events and killer
             slots = "".join(f", {self._previous(k, 'coalesce(live.killer, false)' if cut else None)}" for k in stored)
-            lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}coalesce(live.evs, array()) AS evs"
+            carried = "coalesce(live.n, 0) AS n, live.e" if self.single_events else "coalesce(live.evs, array()) AS evs"
+            lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}{carried}"
                          f"{slots} FROM live FULL OUTER JOIN {quote_name(self.helper)}[{previous}] AS h "
                          f"ON {self._same_key('live', 'h')})")
         else:
             slots = [self._previous(k) for k in stored]
-            lines.append(f", joined AS (SELECT {', '.join(self._keys('live') + ['live.evs'] + slots)} FROM live "
+            columns = self._keys("live") + [f"live.{c}" for c in events] + slots
+            lines.append(f", joined AS (SELECT {', '.join(columns)} FROM live "
                          f"LEFT JOIN {quote_name(self.helper)}[{previous}] AS h ON {self._same_key('live', 'h')})")
         if killer and not self.single_events:
             # only groups with other events (or runs) in this part need their last killer: a semi-join
@@ -257,24 +270,33 @@ class PatternTranslation:
         before = {v.index: (f"s{v.index}" if v.index in stored else self._empty(v.index)) for v in fsm.variables}
         slots = f"named_struct({', '.join(repr(f's{k}') + ', ' + before[k] for k in before)})"
         empty = f"named_struct({', '.join(repr(f's{k}') + ', ' + self._empty(k) for k in before)})"
-        one = self.step(lambda k: before[k], "evs[0]")
-        several = "" if self.single_events else \
-            f"\n    ELSE aggregate(evs, {slots}, (acc, ev) -> {self.step(lambda k: f'acc.s{k}', 'ev', depth=1)})"
         # LATERAL VIEW binds the runs once: a filter on them is not pushed below it (which would
         # copy the whole step into the filter once per state)
-        lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st FROM prior LATERAL VIEW explode(array(\n"
-                     f"    CASE WHEN size(evs) = 0 THEN {slots if carry else empty}\n"
-                     f"    WHEN size(evs) = 1 THEN {one}{several} END)) AS st)")
+        if self.single_events:
+            one = self.step(lambda k: before[k], "e")
+            folded = f"CASE WHEN n = 0 THEN {slots} ELSE {one} END" if carry else one   # n = 0: runs carried
+            lines.append(f", folded AS (SELECT {key_list}n, st FROM prior LATERAL VIEW explode(array(\n    {folded})) AS st)")
+        else:
+            one = self.step(lambda k: before[k], "evs[0]")
+            several = self.step(lambda k: f"acc.s{k}", "ev", depth=1)
+            lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st FROM prior LATERAL VIEW explode(array(\n"
+                         f"    CASE WHEN size(evs) = 0 THEN {slots if carry else empty}\n"
+                         f"    WHEN size(evs) = 1 THEN {one}\n"
+                         f"    ELSE aggregate(evs, {slots}, (acc, ev) -> {several}) END)) AS st)")
         final = fsm.final.index
         alive = [f"size(st.s{k}) > 0" if fsm.many(k) else f"st.s{k} IS NOT NULL" for k in stored]
-        matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
-        outputs = ", ".join([f"st.s{k} AS s{k}" for k in stored] + [f"{matched} AS matched"])
-        lines.append(f"SELECT {key_list}{outputs} FROM folded\nWHERE {' OR '.join(alive + [f'{matched} IS NOT NULL'])}")
+        outputs = [f"st.s{k} AS s{k}" for k in stored]
+        if self.match_column == "matched":
+            matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
+            outputs.append(f"{matched} AS matched")
+            alive.append(f"{matched} IS NOT NULL")
+        lines.append(f"SELECT {key_list}{', '.join(outputs)} FROM folded\nWHERE {' OR '.join(alive)}")
         return "\n".join(lines)
 
     def final_query(self, part: str) -> str:
-        outputs = [f"{render(t, run='matched')} AS {quote_name(name)}" for name, t in self.fsm.outputs]
-        return f"SELECT {', '.join(outputs)}\nFROM {quote_name(self.helper)}[{part}]\nWHERE matched IS NOT NULL"
+        match = self.match_column
+        outputs = [f"{render(t, run=match)} AS {quote_name(name)}" for name, t in self.fsm.outputs]
+        return f"SELECT {', '.join(outputs)}\nFROM {quote_name(self.helper)}[{part}]\nWHERE {match} IS NOT NULL"
 
     def helper_text(self) -> str:
         return (f"CREATE VIEW {quote_name(self.helper)} AS\nINITIALIZE {quote_name(self.helper)}[i] AS\n{_indent(self.helper_query('i', None))}\n"
