@@ -10,7 +10,7 @@ part is stepped one at a time under its own Spark job group:
 
 * pattern     — View1, ``PATTERN [a, b, c, d+]`` (benchmarks.patterns): View1__helper + View1;
 * ViewDF SUM  — ``sum(loss), count(*) ... [WINDOW 60 MINUTES]``: pre-aggregate, running state, view;
-* ViewDF MAX  — ``max(loss) ... [WINDOW 60 MINUTES]``: pre-aggregate, dyadic blocks, view;
+* ViewDF MAX  — ``max(loss) ... [WINDOW 60 MINUTES]``: pre-aggregate, prefix and suffix helpers, view;
 * naive       — a ViewDF recomputing sum and max over ``M[j-5 .. j]`` every part (benchmarks.windows);
 * Direct      — the pattern's naive strategy, ``Warehouse.recompute("View1", t, scope=history)``,
                 once per configuration.

@@ -5,7 +5,7 @@ window of W parts sliding by one part:
 
 * naive        — recompute the window query over the W newest parts (a ViewDF reading M[j-W+1 .. j]);
 * pane merge   — the paper's DataCell scheme: per-part maxima (Pane), merged over W parts every step (PaneMax);
-* ViewDF MAX   — the translated `max(loss) ... [WINDOW W MINUTES]` view (dyadic interval synopses);
+* ViewDF MAX   — the translated `max(loss) ... [WINDOW W MINUTES]` view (chunked prefix and suffix maxima);
 * ViewDF SUM   — the translated `sum(loss) ... [WINDOW W MINUTES]` view (ViewDF_Sum: add new, subtract expired);
 * Structured Streaming — `groupBy(window(ts, "W minutes", "1 minute"), src, dest)` with sum and max,
   fed one part per micro-batch (what a Spark user would write instead).

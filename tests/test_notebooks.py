@@ -45,11 +45,12 @@ PROMISES = {
     ],
     "03-sliding-windows": [
         r"SUM\(loss\): subtractable -> running sum",
-        r"MAX\(loss\): distributive, not subtractable -> dyadic interval synopses",
+        r"MAX\(loss\): distributive, not subtractable -> chunked prefix and suffix maxima/minima",
         # 10:05: Sums__pre reads M[j]; Sums__sum reads itself, the new and the expired minute; Sums reads Sums__sum
         r"Sums: part 2015-01-01 10:05:00, 2 rows, incremental [\d.]+ s \(5 parts read\), "
         r"naive [\d.]+ s \(4 parts read\) ✓ equal",
-        # Peaks__pre reads M[j]; Peaks__b1 the block 10:04-10:05 (2); Peaks two blocks and two minutes
+        # Peaks__pre reads M[j]; __prefix and __suffix their previous parts and a minute of __pre (2 each);
+        # Peaks __suffix[10:05] and __prefix[10:05] (the window 10:02-10:05 is two whole chunks)
         r"Peaks: part 2015-01-01 10:05:00, 2 rows, incremental [\d.]+ s \(7 parts read\), "
         r"naive [\d.]+ s \(4 parts read\) ✓ equal",
         r"every view part equals its recomputation: True",
@@ -57,22 +58,23 @@ PROMISES = {
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+62\s+15\.50",                 # 30+1+30+1
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+24\s+15\n",
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+30\s+1\n",
-        r"Peaks__b1: \[11834221, 11834222\]",                      # the 2-minute blocks 10:02 and 10:04
+        r"Peaks__prefix: \[23668444, 23668445\]",                 # 10:04, then 10:04-10:05
+        r"Peaks__suffix: \[23668444, 23668445\]",                 # 10:03, then 10:02-10:03 (walked back)
         r"M: \[23668442, 23668443, 23668444, 23668445\]",
     ],
     "04-late-data": [
-        # 10:03 is missing: sealed empty; Helper 6, View2 6, Recent__pre 6, __b1 3 (2-minute blocks), __sum 6, Recent 6
-        r"Inserted 5 rows into 5 part\(s\) of M, 1 empty part\(s\) sealed; 33 view part\(s\) computed\.",
+        # 10:03 is missing: sealed empty; Helper 6, View2 6, Recent__pre 6, __sum 6, Recent 6 (MAX reads __pre)
+        r"Inserted 5 rows into 5 part\(s\) of M, 1 empty part\(s\) sealed; 30 view part\(s\) computed\.",
         # before: the run breaks at 10:03 and restarts at 1; no alarm; the window 10:02 .. 10:04 holds 15+20
         r"2015-01-01 10:02:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+2\s+27\n2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+1\s+20\n",
         r"PART_TIMESTAMP  src  dest  ct  sum_loss\n\(0 rows\)",
         r"2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+35\s+20\n",
         # the late 24: Helper 10:03 .. 10:06 (10:06 unchanged), View2 10:03 .. 10:05 (10:03 unchanged, 10:06 skipped),
-        # Recent__pre 10:03, the block 10:02-10:03, Recent__sum 10:03 .. 10:06 (10:06 unchanged), Recent 10:03 .. 10:05
+        # Recent__pre 10:03, Recent__sum 10:03 .. 10:06 (10:06 unchanged), Recent 10:03 .. 10:05
         r"Inserted 1 rows into 1 part\(s\) of M \(1 late row\(s\) into 1 earlier part\(s\)\); late data: "
-        r"16 view part\(s\) recomputed \(13 changed, 3 unchanged\), 2 skipped by early cutoff\.",
+        r"15 view part\(s\) recomputed \(12 changed, 3 unchanged\), 2 skipped by early cutoff\.",
         r"Helper\[2015-01-01 10:03:00 \.\. 10:06:00\], View2\[2015-01-01 10:03:00 \.\. 10:05:00\], "
-        r"Recent__pre\[2015-01-01 10:03:00\], Recent__b1\[2015-01-01 10:02:00\], "
+        r"Recent__pre\[2015-01-01 10:03:00\], "
         r"Recent__sum\[2015-01-01 10:03:00 \.\. 10:06:00\], Recent\[2015-01-01 10:03:00 \.\. 10:05:00\]",
         # after: the paper's numbers, 12+15+24 = 51, +20 = 71, +16 = 87
         r"2015-01-01 10:03:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+3\s+51\n",
@@ -101,9 +103,9 @@ PROMISES = {
         r"1 row\(s\) are more than ALLOWED LATENESS 2 PARTS behind the newest part of M \(2015-01-01 10:06:00\); "
         r"the oldest is for 2015-01-01 10:02:00\. Nothing was written",
         # a loss of 3 at 10:05: Helper[10:05] unchanged (Helper[10:06], View2[10:05], View2[10:06] skipped);
-        # Recent__pre 10:05, the block 10:04-10:05, Recent__sum and Recent 10:05, 10:06 changed
+        # Recent__pre 10:05, Recent__sum and Recent 10:05, 10:06 changed
         r"Inserted 1 rows into 1 part\(s\) of M \(1 late row\(s\) into 1 earlier part\(s\)\); late data: "
-        r"7 view part\(s\) recomputed \(6 changed, 1 unchanged\), 3 skipped by early cutoff\.",
+        r"6 view part\(s\) recomputed \(5 changed, 1 unchanged\), 3 skipped by early cutoff\.",
         r"2015-01-01 10:05:00\s+10\.0\.0\.5\s+10\.0\.0\.6\s+3\s+3\n2015-01-01 10:06:00\s+10\.0\.0\.5\s+10\.0\.0\.6\s+3\s+3\n"
         r"\(2 rows\)",
         r"Recent: all 6 part\(s\) equal their recomputation\.",

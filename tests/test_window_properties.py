@@ -46,7 +46,7 @@ def streams(draw):
             points.append((T0 + pd.Timedelta(minutes=minute, seconds=draw(st.integers(0, 59))), src, value))
     if not points:
         points.append((T0, "a", 0))
-    width = draw(st.integers(1, 6))
+    width = draw(st.integers(1, 8))
     slide = draw(st.integers(1, width))
     data = pd.DataFrame(points, columns=["ts", "src", "loss"]).astype({"loss": "float64" if double else "Int64"})
     return data, width, slide, parts

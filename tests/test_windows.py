@@ -1,10 +1,10 @@
 """Sliding-window aggregates (FROM S [WINDOW w SLIDE s]) translated into ViewDFs: the thesis's worked
 example, the zero-sum regression, HAVING/WHERE/AVG, holistic aggregates mixed with others, tumbling,
 slides, partial windows, global aggregates, windows over views, exact DECIMAL sums, errors, EXPLAIN,
-DROP, parts read per MAX step, and the dyadic cover itself."""
+DROP, parts read per MAX step, and the chunked max/min cover itself."""
 
-import math
 from decimal import Decimal
+from typing import Callable
 
 import pandas as pd
 import pytest
@@ -13,7 +13,7 @@ from oracles import rows, rows_by_part
 from test_errors import fails
 from viewdf_magic.language.source import Fragment
 from viewdf_magic.language.subscripts import parse_subscript
-from viewdf_magic.translation.window_plan import dyadic_cover, dyadic_level, max_block_reads
+from viewdf_magic.translation.window_plan import chunk_length, chunk_previous, extreme_cover, suffix_source
 from window_oracle import aggregate, close, window_parts
 
 STREAM = "CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) TIMESTAMP ts PARTITION LENGTH 60"
@@ -140,7 +140,7 @@ def test_mixed_view_recomputes_only_its_holistic_columns_over_the_window(warehou
         minute(3): [("a", 8, 5, 2, 3), ("b", 9, 7, 2, 2)],      # count(DISTINCT) skips the NULL dest
         minute(4): [(None, 8, 8, 1, 8), ("a", 14, 9, 2, 5)]}    # the NULL group joins its holistic values
     verified(warehouse, "Mix")
-    assert {d.name for d in warehouse.catalog.views()} == {"Mix", "Mix__pre", "Mix__b1", "Mix__sum"}
+    assert {d.name for d in warehouse.catalog.views()} == {"Mix", "Mix__pre", "Mix__sum"}   # 3 parts: MAX reads __pre
     assert "(nd, med recomputed over the window)" in created.message
     for phrase in ("Columns maintained incrementally: total, peak.",
                    "Columns recomputed over the window (3 part(s) of M) at every step: nd, med.",
@@ -269,22 +269,22 @@ def test_explain_lineage_and_parts_read_per_max_step(warehouse):
     warehouse.execute(f"CREATE VIEW Q AS SELECT src, max(loss) AS peak, min(loss) AS low, count(*) AS n "
                       f"FROM M [WINDOW {width} MINUTES] GROUP BY src")
     detail = warehouse.run("EXPLAIN VIEW Q")[0].detail
-    for phrase in ("subtractable", "distributive, not subtractable", "dyadic interval synopses", "Q__pre",
-                   "Q__b3 (PARTITION LENGTH 480)", "Parts read per step of Q", "Q__b3[(j-12)/8 .. (j+1)/8-1]",
-                   "Q__sum[j]", "Naive baseline"):
+    for phrase in ("subtractable", "distributive, not subtractable", "chunked prefix and suffix", "chunks of 10 parts",
+                   "Q__prefix (PARTITION LENGTH 60)", "Q__suffix (PARTITION LENGTH 60)", "Q__pre[j/10*20-1-j]",
+                   "Parts read per step of Q", "Q__suffix[j-2*((j-19)%10)]", "Q__prefix[j-((j-19)%10) .. j-((j-19)%10)-(10-((j-19)%10))/10]",
+                   "= at most 3 parts for max/min whatever W is", "Q__sum[j]", "Naive baseline"):
         assert phrase in detail, phrase
-    assert dyadic_level(width) == 3 and max_block_reads(width) <= 2 * math.log2(width) + 3
     lineage = warehouse.parts("Q")["lineage"]
     for text in lineage.iloc[width:]:            # full windows
         ranges = [r.split("[")[1].rstrip("]") for r in text.split(", ") if not r.startswith("Q__sum")]
         reads = sum(int(b) - int(a) + 1 if " .. " in r else 1 for r in ranges
                     for a, b in [r.split(" .. ") if " .. " in r else (r, r)])
-        assert reads <= 2 * math.log2(width) + 3, text
+        assert reads <= 3, text
     full = stored(warehouse, "Q", ["src", "peak", "low", "n"])
     for stamp, window in window_parts(data, 60, width * 60, 60):
         assert full[stamp] == rows(aggregate(window, ["src"]), ["src", "peak", "low", "n"])
     verified(warehouse, "Q")
-    assert warehouse.catalog.get("Q__b1").owner == "Q" and warehouse.catalog.get("Q").origin.startswith("CREATE")
+    assert warehouse.catalog.get("Q__suffix").owner == "Q" and warehouse.catalog.get("Q").origin.startswith("CREATE")
 
 
 def test_drop_cascades_to_helpers_and_helpers_cannot_be_dropped_alone(warehouse):
@@ -292,8 +292,8 @@ def test_drop_cascades_to_helpers_and_helpers_cannot_be_dropped_alone(warehouse)
     warehouse.ingest("M", frame([(m, "a", "b", m) for m in range(5)]))
     warehouse.execute("CREATE VIEW Q AS SELECT src, max(loss) AS peak, sum(loss) AS s FROM M [WINDOW 4 MINUTES] "
                       "GROUP BY src")
-    assert {d.name for d in warehouse.catalog.views()} == {"Q", "Q__pre", "Q__b1", "Q__sum"}
-    fails(warehouse, "DROP VIEW Q__b1", "Q__b1", "helper view of Q")
+    assert {d.name for d in warehouse.catalog.views()} == {"Q", "Q__pre", "Q__prefix", "Q__suffix", "Q__sum"}
+    fails(warehouse, "DROP VIEW Q__prefix", "Q__prefix", "helper view of Q")
     [result] = warehouse.run("DROP VIEW Q")
     assert warehouse.catalog.views() == [] and "Q__pre" in result.message
     warehouse.execute("CREATE VIEW Q AS SELECT src, min(loss) AS low FROM M [WINDOW 4 MINUTES] GROUP BY src")
@@ -346,23 +346,42 @@ def test_window_errors(loaded, text, needle, phrases):
     fails(loaded, text, needle, *phrases)
 
 
-# -- the dyadic cover, brute force (no Spark) ------------------------------------------------------
-def test_dyadic_cover_covers_every_window_exactly_with_few_reads():
-    for width in range(1, 70):
-        for slide in sorted({1, 2, 3, 5, 7, width} - {w for w in range(width + 1, 200)}):
-            refs = dyadic_cover(slide, width)
-            texts = [(ref, parse_subscript(Fragment(t, 0, len(t)), {"j"}))
-                     for ref in refs for t in {ref.first.text(), ref.last.text()}]
-            for j in range(-2 * width - 3, 2 * width + 3):
+# -- the chunked max/min cover, brute force (no Spark) ------------------------------------------------
+def _engine(text: str) -> Callable[[int], int]:
+    subscript = parse_subscript(Fragment(text, 0, len(text)), {"j"})
+    return lambda j: subscript.evaluate({"j": j})
+
+
+def test_chunk_helpers_hold_what_the_cover_assumes():
+    """prefix[x] = prefix[chunk_previous] + pre[x]; suffix[x] = suffix[chunk_previous] + pre[suffix_source]:
+    unrolled, prefix[x] is x's chunk up to x and suffix[x] the last x % C + 1 parts of the previous chunk."""
+    for chunk in range(2, 12):
+        source = _engine(suffix_source(chunk))
+        low, high = (_engine(t) for t in chunk_previous(chunk).split(" .. "))
+        prefix, suffix = {}, {}
+        for x in range(-3 * chunk, 5 * chunk):
+            previous = range(low(x), high(x) + 1)
+            assert len(previous) == (0 if x % chunk == 0 else 1) and all(p < x for p in previous)
+            prefix[x] = set().union(*(prefix.get(p, set()) for p in previous)) | {x}
+            suffix[x] = set().union(*(suffix.get(p, set()) for p in previous)) | {source(x)}
+            start = x - x % chunk
+            assert prefix[x] == set(range(start, x + 1))
+            assert suffix[x] == set(range(start - 1 - x % chunk, start))
+
+
+def test_chunked_cover_covers_every_window_exactly_with_three_reads():
+    for width in range(2, 70):
+        for slide in sorted({s for s in (1, 2, 3, 5, 7, width - 1) if 0 < s < width}):
+            refs = extreme_cover(slide, width)
+            chunk = chunk_length(width)
+            holds = {"pre": lambda x: {x},
+                     "prefix": lambda x: set(range(x - x % chunk, x + 1)),
+                     "suffix": lambda x: set(range(x - x % chunk - 1 - x % chunk, x - x % chunk))}
+            bounds = [(ref.helper, [_engine(t) for t in ref.subscript.split(" .. ")]) for ref in refs]
+            for j in range(-2 * width - 3, 3 * width + 3):
                 last = (j + 1) * slide - 1
-                first = last - width + 1
-                covered, reads = set(), 0
-                for ref in refs:
-                    parts = ref.base_parts(j)
-                    assert parts and min(parts) >= first and max(parts) <= last, (width, slide, j, ref)
-                    covered |= parts
-                    reads += ref.last.evaluate(j) - ref.first.evaluate(j) + 1
-                assert covered == set(range(first, last + 1)), (width, slide, j)
-                assert reads <= max_block_reads(width) <= max(width, 2 * math.log2(width) + 3)
-                for ref, subscript in texts:       # the text the engine evaluates agrees
-                    assert subscript.evaluate({"j": j}) in (ref.first.evaluate(j), ref.last.evaluate(j))
+                read = [(helper, x) for helper, ends in bounds for x in range(ends[0](j), ends[-1](j) + 1)]
+                assert all(x <= last for _, x in read), (width, slide, j, refs)       # never a future part
+                assert len(read) == len(set(read)) <= 3, (width, slide, j, refs)      # no part read twice
+                covered = set().union(*(holds[helper](x) for helper, x in read))
+                assert covered == set(range(last - width + 1, last + 1)), (width, slide, j, refs)

@@ -85,7 +85,7 @@ class Timeline:
             if source_def is None or not source_def.partitioned or source_def.key == definition.key:
                 continue
             if source_def.owner is not None and source_def.owner.lower() == definition.key:
-                continue     # a translated view starts with its data, not with its helpers' blocks
+                continue     # a translated view starts with its data, not with its helpers
             first = self.start(source_def)
             if first is not None:
                 starts.append(first * source_def.partition_length)

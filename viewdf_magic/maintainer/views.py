@@ -97,7 +97,7 @@ class ViewDefiner:
         length = statement.partition_length or max(s.partition_length for s in partitioned)
         for source in partitioned:
             if source.owner is not None and source.owner.lower() == name.key:
-                continue    # a translated view's own helpers (coarser dyadic blocks, read only when complete)
+                continue    # a translated view's own helpers (older translations' coarser dyadic MAX/MIN blocks)
             if length % source.partition_length:
                 at = statement.partition_length_at or name.start
                 raise statement.fragment.error(

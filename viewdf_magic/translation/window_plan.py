@@ -1,16 +1,17 @@
-"""Choosing a strategy per aggregate, and the dyadic interval cover used for MAX and MIN.
+"""Choosing a strategy per aggregate, and the chunked prefix/suffix cover used for MAX and MIN.
 
 Window of view part j (partition length s = r*L over a source of length L, W = w/L parts):
 base parts a .. b with b = (j+1)*r - 1 and a = b - W + 1.
 
 * Subtractable (SUM, COUNT, COUNT(*), AVG = sum and count): ViewDF_Sum over a per-part
   pre-aggregate: state[j] = state[j-1] + pre[new parts] - pre[expired parts].
-* Distributive, not subtractable (MAX, MIN): dyadic blocks. ``B_0`` is the pre-aggregate and
-  ``B_k[p]`` (partition length 2^k*L) covers base parts p*2^k .. p*2^k + 2^k - 1. With K the
-  largest k with 2^(k+1) - 1 <= W, every window contains a complete K-block, and the union of
-  all complete K-blocks in the window and, for every k < K, the first and the last complete
-  k-block in it covers the window exactly (blocks overlap, which max and min do not mind):
-  at most 3 + 2K block reads, i.e. about 2*log2(W).
+* Distributive, not subtractable (MAX, MIN): chunked prefix and suffix maxima, a two-stacks
+  scheme written as helper views. Base parts are cut into chunks of C = W // 2 parts.
+  ``prefix[j]`` is the max over j's chunk up to j (``prefix[j-1]`` and ``pre[j]``, restarting at
+  each chunk); ``suffix[j]`` walks the previous chunk backwards, one part per step (``suffix[j-1]``
+  and one older ``pre`` part), so that the suffix a window needs is ready when the window ends
+  there. A window is then one suffix, one whole chunk and one prefix: three reads per step,
+  two per helper step, whatever W is.
 * Holistic (anything else, or DISTINCT): recomputation over the window's parts; mixed with
   other aggregates, of the holistic ones only, joined on the group keys.
 """
@@ -62,68 +63,47 @@ def affine(mult: int, const: int, var: str = "j") -> str:
 
 
 @dataclass(frozen=True)
-class Bound:
-    """The subscript ``(j*mult + const) / div - minus`` (floor division)."""
+class ExtremeRef:
+    """One reference of the final view's max/min: ``helper`` (pre, prefix or suffix) at ``subscript``."""
 
-    mult: int
-    const: int
-    div: int = 1
-    minus: int = 0
-
-    def evaluate(self, j: int) -> int:
-        return (j * self.mult + self.const) // self.div - self.minus
-
-    def text(self, var: str = "j") -> str:
-        if self.div == 1:
-            return affine(self.mult, self.const - self.minus, var)
-        return f"({affine(self.mult, self.const, var)})/{self.div}" + (f"-{self.minus}" if self.minus else "")
+    helper: str
+    subscript: str
 
 
-@dataclass(frozen=True)
-class BlockRef:
-    """Blocks ``first .. last`` of level ``level`` (level 0: the pre-aggregate's parts)."""
-
-    level: int
-    first: Bound
-    last: Bound
-
-    def subscript(self, var: str = "j") -> str:
-        first, last = self.first.text(var), self.last.text(var)
-        return first if first == last else f"{first} .. {last}"
-
-    def base_parts(self, j: int) -> set[int]:
-        size = 2 ** self.level
-        return {p * size + k for p in range(self.first.evaluate(j), self.last.evaluate(j) + 1) for k in range(size)}
+def chunk_length(width: int) -> int:
+    """C: the chunk length of the prefix and suffix helpers (the largest with 2C <= W)."""
+    return width // 2
 
 
-def dyadic_level(width: int) -> int:
-    """K: the largest k with 2^(k+1) - 1 <= width (every window of ``width`` parts holds a K-block)."""
-    level = 0
-    while 2 ** (level + 2) - 1 <= width:
-        level += 1
-    return level
+def extreme_cover(slide: int, width: int) -> list[ExtremeRef]:
+    """References whose union is exactly the window of view part j (``slide`` = r base parts per view
+    part, ``width`` = W base parts per window), for max and min.
+
+    With b = j*r + r - 1, a = b - W + 1, C = W // 2, W = 2C + e and s = a mod C: the window is the
+    suffix of a's chunk from a (``suffix[b - e - 2s]``), the chunk after it (``prefix[b - e - s]``,
+    the whole chunk) and the prefix of b's chunk (``prefix[b]``). Windows of at most 3 parts read
+    the pre-aggregate's parts directly."""
+    last = affine(slide, slide - 1)
+    if width <= 3:
+        return [ExtremeRef("pre", affine(slide, slide - width) + " .. " + last)]
+    chunk, extra = chunk_length(width), width % 2
+    start = f"(({affine(slide, slide - width)})%{chunk})"
+    middle = f"{affine(slide, slide - 1 - extra)}-{start}"
+    if not extra:      # s = 0: the whole chunk is prefix[b] itself, so the range is empty rather than read twice
+        middle = f"{middle} .. {middle}-({chunk}-{start})/{chunk}"
+    return [ExtremeRef("suffix", f"{affine(slide, slide - 1 - extra)}-2*{start}"),
+            ExtremeRef("prefix", middle),
+            ExtremeRef("prefix", last)]
 
 
-def dyadic_cover(slide: int, width: int) -> list[BlockRef]:
-    """Block references whose union is exactly the window of view part j (``slide`` = r base parts
-    per view part, ``width`` = W base parts per window)."""
-    level = dyadic_level(width)
-    end = slide                      # b + 1 = j*r + r
-    begin = slide - width            # a = j*r + r - W
-    if level == 0:
-        return [BlockRef(0, Bound(slide, begin), Bound(slide, end - 1))]
-    size = 2 ** level
-    refs = [BlockRef(level, Bound(slide, begin + size - 1, size), Bound(slide, end, size, 1))]
-    for k in range(level):
-        size = 2 ** k
-        first = Bound(slide, begin + size - 1, size)
-        last = Bound(slide, end, size, 1)
-        refs.append(BlockRef(k, first, first))
-        refs.append(BlockRef(k, last, last))
-    return refs
+def suffix_source(chunk: int, var: str = "j") -> str:
+    """The pre-aggregate part that ``suffix[j]`` adds: suffix parts of chunk c+1 walk chunk c backwards
+    from its last part, one part per step, so ``suffix[j]`` = max over parts 2C*(j/C) - 1 - j .. of
+    chunk c's end."""
+    return f"{var}/{chunk}*{2 * chunk}-1-{var}"
 
 
-def max_block_reads(width: int) -> int:
-    """The most block parts one step of the final view reads for MAX/MIN."""
-    level = dyadic_level(width)
-    return width if level == 0 else width // 2 ** level + 2 * level
+def chunk_previous(chunk: int, var: str = "j") -> str:
+    """A chunk helper's previous part: ``j-1 .. j-1`` within a chunk, the empty range ``j-1 .. j-2`` at a
+    chunk's first part (so nothing is read there, and lineage does not run back through earlier chunks)."""
+    return f"{var}-1 .. {var}-1-({chunk}-{var}%{chunk})/{chunk}"

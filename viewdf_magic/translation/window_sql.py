@@ -5,7 +5,9 @@ warehouse parses and defines like a hand-written one. Generated column names sta
 
 * ``<view>__pre`` (PARTITION LENGTH L): per source part and group, ``__n`` = count(*), and per
   aggregate argument ``__s`` = sum, ``__c`` = count of non-NULL values, ``__mx`` = max, ``__mn`` = min.
-* ``<view>__b<k>`` (PARTITION LENGTH 2^k*L): max/min over ``__b<k-1>[i*2 .. i*2+1]`` (``__b0`` is __pre).
+* ``<view>__prefix`` and ``<view>__suffix`` (PARTITION LENGTH L, for max/min when W > 3): the
+  max/min over j's chunk of C = W // 2 parts up to j, and over a suffix of the previous chunk
+  that grows backwards by one part per step (see window_plan).
 * ``<view>__sum`` (PARTITION LENGTH s): the window's running count(*) and sums and counts
   (ViewDF_Sum); a group leaves when its count(*) reaches 0.
 * ``<view>`` (PARTITION LENGTH s): combines them per group, computes AVG = sum / count and applies
@@ -24,7 +26,8 @@ from pyspark.sql.types import DoubleType, FloatType, StructType
 from sqlglot import exp
 
 from ..catalog.model import ObjectDef
-from .window_plan import Aggregate, BlockRef, affine, classify, dyadic_cover, dyadic_level, max_block_reads
+from .window_plan import (Aggregate, ExtremeRef, affine, chunk_length, chunk_previous, classify, extreme_cover,
+                          suffix_source)
 from .window_query import WindowQuery, normalized
 from ..language.tokens import quote_name
 
@@ -35,7 +38,7 @@ REFRESH_MIN_PARTS = 16
 @dataclass(frozen=True)
 class GeneratedView:
     name: str
-    role: str                 # pre, block, sum or final
+    role: str                 # pre, prefix, suffix, sum or final
     partition_length: int
     summary: str              # one line for EXPLAIN notes
 
@@ -76,13 +79,12 @@ class WindowTranslation:
         return [a for a in self.aggregates if a.strategy == "holistic"] if self.mode == "incremental" else []
 
     @property
-    def level(self) -> int:
-        return dyadic_level(self.width)
+    def chunked(self) -> bool:
+        """Max/min read the prefix and suffix helpers (windows of more than 3 parts)."""
+        return self.distributive and self.width > 3
 
-    def helper(self, role: str, level: int = 0) -> str:
-        if role == "block" and level == 0:
-            role = "pre"
-        return f"{self.name}__{'b' + str(level) if role == 'block' else role}"
+    def helper(self, role: str) -> str:
+        return f"{self.name}__{role}"
 
     def views(self) -> list[GeneratedView]:
         L, r, W = self.length, self.slide, self.width
@@ -91,11 +93,17 @@ class WindowTranslation:
             found.append(GeneratedView(self.helper("pre"), "pre", L,
                                        f"per part of {self.source.name} and group: count(*) and the sums, "
                                        f"non-NULL counts, maxima and minima the aggregates need"))
-            if self.distributive:
-                for k in range(1, self.level + 1):
-                    found.append(GeneratedView(self.helper("block", k), "block", 2 ** k * L,
-                                               f"max/min over blocks of {2 ** k} parts: "
-                                               f"{self.helper('block', k - 1)}[i*2 .. i*2+1]"))
+            if self.chunked:
+                chunk, pre = chunk_length(W), self.helper("pre")
+                previous = chunk_previous(chunk_length(self.width))
+                found.append(GeneratedView(self.helper("prefix"), "prefix", L,
+                                           f"max/min over j's chunk of {chunk} parts up to j: "
+                                           f"{self.helper('prefix')}[{previous}] (nothing at a chunk's first "
+                                           f"part) and {pre}[j]"))
+                found.append(GeneratedView(self.helper("suffix"), "suffix", L,
+                                           f"max/min over a suffix of the previous chunk, one part longer each "
+                                           f"step: {self.helper('suffix')}[{previous}] (nothing at a chunk's "
+                                           f"first part) and {pre}[{suffix_source(chunk)}]"))
             if self.subtractable:
                 new = f"{self.helper('pre')}[{self._range(0, r - 1)}]"
                 old = f"{self.helper('pre')}[{self._range(-W, r - 1 - W)}]"
@@ -167,13 +175,24 @@ class WindowTranslation:
                     found.append((kind, f"{prefix}{index}"))
         return found
 
-    def _block_text(self, view: GeneratedView, schema_of) -> str:
-        level = int(view.name.rsplit("__b", 1)[1])
+    def _chunk_text(self, view: GeneratedView, added: str) -> str:
+        """A running max/min within a chunk: the view's previous part (an empty range when part j starts
+        a chunk, so nothing is read there) and the pre-aggregate's part ``added``."""
         keys = self._keys()
-        columns = keys + [f"{kind}({column}) AS {column}" for kind, column in self._extremes()]
-        body = (f"SELECT {', '.join(columns)}\nFROM {quote_name(self.helper('block', level - 1))}[i*2 .. i*2+1]"
-                + self._group_by(keys, "count(*) > 0"))
-        return self._statement(view, body, body, None)
+        columns = ", ".join(keys + [column for _, column in self._extremes()])
+        combined = ", ".join(keys + [f"{kind}({column}) AS {column}" for kind, column in self._extremes()])
+        pre = quote_name(self.helper("pre"))
+        first = f"SELECT {combined}\nFROM {pre}[{added}]" + self._group_by(keys, "count(*) > 0")
+        update = (f"SELECT {combined}\nFROM (SELECT {columns} FROM {quote_name(view.name)}[{chunk_previous(chunk_length(self.width))}]\n"
+                  f"      UNION ALL SELECT {columns} FROM {pre}[{added}]) AS __chunk"
+                  + self._group_by(keys, "count(*) > 0"))
+        return self._statement(view, first, update, None)
+
+    def _prefix_text(self, view: GeneratedView, schema_of) -> str:
+        return self._chunk_text(view, "j")
+
+    def _suffix_text(self, view: GeneratedView, schema_of) -> str:
+        return self._chunk_text(view, suffix_source(chunk_length(self.width)))
 
     def _sums(self) -> list[str]:
         """The running-state columns besides keys and __n."""
@@ -230,8 +249,7 @@ class WindowTranslation:
             mine = {c for _, c in self._extremes()}
             columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
             for ref in self.cover():
-                branches.append(f"SELECT {', '.join(columns)} FROM "
-                                f"{quote_name(self.helper('block', ref.level))}[{ref.subscript()}]")
+                branches.append(f"SELECT {', '.join(columns)} FROM {quote_name(self.helper(ref.helper))}[{ref.subscript}]")
         kinds = dict((c, kind) for kind, c in self._extremes())
         combined = keys + [f"{kinds.get(c, 'max')}({c}) AS {c}" for c in state]
         union = "\n      UNION ALL ".join(branches)
@@ -255,8 +273,8 @@ class WindowTranslation:
         return (f"\nLEFT OUTER JOIN (SELECT {', '.join(columns)}\n  FROM {self._source_rows(self.window_range())}"
                 f"{self._source_group()}) AS __x\n  ON {on}")
 
-    def cover(self) -> list[BlockRef]:
-        return dyadic_cover(self.slide, self.width)
+    def cover(self) -> list[ExtremeRef]:
+        return extreme_cover(self.slide, self.width)
 
     def _replacement(self, aggregate: Aggregate) -> str:
         if aggregate.strategy == "holistic":
@@ -293,8 +311,8 @@ class WindowTranslation:
     def _statement(self, view: GeneratedView, initialize: str, update: str, recompute: str | None,
                    refresh: int | None = None) -> str:
         name = quote_name(view.name)
-        text = f"CREATE VIEW {name} AS\nINITIALIZE {name}[{'i' if view.role in ('pre', 'block') else 'j'}] AS\n" \
-               f"{initialize}\nUPDATE {name}[{'i' if view.role in ('pre', 'block') else 'j'}] AS\n{update}\n"
+        text = f"CREATE VIEW {name} AS\nINITIALIZE {name}[{'i' if view.role == 'pre' else 'j'}] AS\n" \
+               f"{initialize}\nUPDATE {name}[{'i' if view.role == 'pre' else 'j'}] AS\n{update}\n"
         if recompute is not None:
             text += f"RECOMPUTE {name}[j] AS\n{recompute}\n"
         if refresh:
@@ -357,9 +375,10 @@ class WindowTranslation:
                 lines.append(f"  {call}: subtractable -> running {what} (ViewDF_Sum: add the new part, "
                              f"subtract the expired one) in {self.helper('sum')}")
             elif aggregate.strategy == "distributive":
-                lines.append(f"  {call}: distributive, not subtractable -> dyadic interval synopses "
-                             f"{self.helper('pre')}" + (f" .. {self.helper('block', self.level)}"
-                                                         if self.level else ""))
+                how = (f"chunked prefix and suffix maxima/minima (two stacks as helper views, chunks of "
+                       f"{chunk_length(self.width)} parts) in {self.helper('prefix')} and {self.helper('suffix')}"
+                       if self.chunked else f"the window's {self.width} part(s) of {self.helper('pre')}")
+                lines.append(f"  {call}: distributive, not subtractable -> {how}")
             else:
                 lines.append(f"  {call}: holistic -> recomputed over the window's parts "
                              f"{self.source.name}[{self.window_range()}] per group, joined on the group keys")
@@ -375,9 +394,10 @@ class WindowTranslation:
         r, W = self.slide, self.width
         lines = [f"  {self.helper('sum')}[j]"] if self.subtractable else []
         if self.distributive:
-            lines += [f"  {self.helper('block', ref.level)}[{ref.subscript()}]" for ref in self.cover()]
-            lines.append(f"  = at most {max_block_reads(W)} block part(s) for max/min (2*log2(W) + 3 with "
-                         f"W = {W}), not {W}")
+            lines += [f"  {self.helper(ref.helper)}[{ref.subscript}]" for ref in self.cover()]
+            if self.chunked:
+                lines.append(f"  = at most 3 parts for max/min whatever W is (W = {W}), not {W}; "
+                             f"{self.helper('prefix')} and {self.helper('suffix')} read 2 parts per step each")
         if self.holistic:
             lines.append(f"  {self.source.name}[{self.window_range()}] = all {W} window part(s), for the "
                          f"holistic column(s)")
