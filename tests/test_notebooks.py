@@ -45,21 +45,20 @@ PROMISES = {
     ],
     "03-sliding-windows": [
         r"SUM\(loss\): subtractable -> running sum",
-        r"MAX\(loss\): distributive, not subtractable -> chunked prefix and suffix maxima/minima",
+        r"MAX\(loss\): distributive, not subtractable -> chunked prefix and suffix maxima/minima \(two stacks",
         # 10:05: Sums__pre reads M[j]; Sums__sum reads itself, the new and the expired minute; Sums reads Sums__sum
         r"Sums: part 2015-01-01 10:05:00, 2 rows, incremental [\d.]+ s \(5 parts read\), "
         r"naive [\d.]+ s \(4 parts read\) ✓ equal",
-        # Peaks__pre reads M[j]; __prefix and __suffix their previous parts and a minute of __pre (2 each);
-        # Peaks __suffix[10:05] and __prefix[10:05] (the window 10:02-10:05 is two whole chunks)
-        r"Peaks: part 2015-01-01 10:05:00, 2 rows, incremental [\d.]+ s \(7 parts read\), "
+        # Peaks__pre reads M[j]; Peaks__chunks its previous part and two minutes of __pre; Peaks both sides of
+        # Peaks__chunks[10:05] (the window 10:02-10:05 is two whole chunks)
+        r"Peaks: part 2015-01-01 10:05:00, 2 rows, incremental [\d.]+ s \(6 parts read\), "
         r"naive [\d.]+ s \(4 parts read\) ✓ equal",
         r"every view part equals its recomputation: True",
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+75\s+18\.75",                 # 15+24+20+16 over 10:02 .. 10:05
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+62\s+15\.50",                 # 30+1+30+1
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+24\s+15\n",
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+30\s+1\n",
-        r"Peaks__prefix: \[23668444, 23668445\]",                 # 10:04, then 10:04-10:05
-        r"Peaks__suffix: \[23668444, 23668445\]",                 # 10:03, then 10:02-10:03 (walked back)
+        r"Peaks__chunks: \[23668444, 23668445\]",                 # 10:04 (10:03 behind), 10:05 (10:02-10:03 behind)
         r"M: \[23668442, 23668443, 23668444, 23668445\]",
     ],
     "04-late-data": [

@@ -270,9 +270,11 @@ def test_explain_lineage_and_parts_read_per_max_step(warehouse):
                       f"FROM M [WINDOW {width} MINUTES] GROUP BY src")
     detail = warehouse.run("EXPLAIN VIEW Q")[0].detail
     for phrase in ("subtractable", "distributive, not subtractable", "chunked prefix and suffix", "chunks of 10 parts",
-                   "Q__prefix (PARTITION LENGTH 60)", "Q__suffix (PARTITION LENGTH 60)", "Q__pre[j/10*20-1-j]",
-                   "Parts read per step of Q", "Q__suffix[j-2*((j-19)%10)]", "Q__prefix[j-((j-19)%10) .. j-((j-19)%10)-(10-((j-19)%10))/10]",
-                   "= at most 3 parts for max/min whatever W is", "Q__sum[j]", "Naive baseline"):
+                   "Q__chunks (PARTITION LENGTH 60)", "Q__chunks[j-1 .. j-1-(10-j%10)/10]", "Q__pre[j/10*20-1-j]",
+                   "Parts read per step of Q", "Q__chunks[j-2*((j-19)%10)] (suffix)",
+                   "Q__chunks[j-((j-19)%10) .. j-((j-19)%10)-(10-((j-19)%10))/10] (prefix)", "Q__chunks[j] (prefix)",
+                   "= at most 3 parts for max/min whatever W is", "Q__chunks reads at most 3 parts per step",
+                   "Q__sum[j]", "Naive baseline"):
         assert phrase in detail, phrase
     lineage = warehouse.parts("Q")["lineage"]
     for text in lineage.iloc[width:]:            # full windows
@@ -284,7 +286,7 @@ def test_explain_lineage_and_parts_read_per_max_step(warehouse):
     for stamp, window in window_parts(data, 60, width * 60, 60):
         assert full[stamp] == rows(aggregate(window, ["src"]), ["src", "peak", "low", "n"])
     verified(warehouse, "Q")
-    assert warehouse.catalog.get("Q__suffix").owner == "Q" and warehouse.catalog.get("Q").origin.startswith("CREATE")
+    assert warehouse.catalog.get("Q__chunks").owner == "Q" and warehouse.catalog.get("Q").origin.startswith("CREATE")
 
 
 def test_drop_cascades_to_helpers_and_helpers_cannot_be_dropped_alone(warehouse):
@@ -292,8 +294,8 @@ def test_drop_cascades_to_helpers_and_helpers_cannot_be_dropped_alone(warehouse)
     warehouse.ingest("M", frame([(m, "a", "b", m) for m in range(5)]))
     warehouse.execute("CREATE VIEW Q AS SELECT src, max(loss) AS peak, sum(loss) AS s FROM M [WINDOW 4 MINUTES] "
                       "GROUP BY src")
-    assert {d.name for d in warehouse.catalog.views()} == {"Q", "Q__pre", "Q__prefix", "Q__suffix", "Q__sum"}
-    fails(warehouse, "DROP VIEW Q__prefix", "Q__prefix", "helper view of Q")
+    assert {d.name for d in warehouse.catalog.views()} == {"Q", "Q__pre", "Q__chunks", "Q__sum"}
+    fails(warehouse, "DROP VIEW Q__chunks", "Q__chunks", "helper view of Q")
     [result] = warehouse.run("DROP VIEW Q")
     assert warehouse.catalog.views() == [] and "Q__pre" in result.message
     warehouse.execute("CREATE VIEW Q AS SELECT src, min(loss) AS low FROM M [WINDOW 4 MINUTES] GROUP BY src")
@@ -353,8 +355,9 @@ def _engine(text: str) -> Callable[[int], int]:
 
 
 def test_chunk_helpers_hold_what_the_cover_assumes():
-    """prefix[x] = prefix[chunk_previous] + pre[x]; suffix[x] = suffix[chunk_previous] + pre[suffix_source]:
-    unrolled, prefix[x] is x's chunk up to x and suffix[x] the last x % C + 1 parts of the previous chunk."""
+    """The chunks helper's prefix[x] = prefix[chunk_previous] + pre[x] and suffix[x] = suffix[chunk_previous] +
+    pre[suffix_source]: unrolled, prefix[x] is x's chunk up to x and suffix[x] the last x % C + 1 parts of the
+    previous chunk."""
     for chunk in range(2, 12):
         source = _engine(suffix_source(chunk))
         low, high = (_engine(t) for t in chunk_previous(chunk).split(" .. "))
@@ -377,11 +380,11 @@ def test_chunked_cover_covers_every_window_exactly_with_three_reads():
             holds = {"pre": lambda x: {x},
                      "prefix": lambda x: set(range(x - x % chunk, x + 1)),
                      "suffix": lambda x: set(range(x - x % chunk - 1 - x % chunk, x - x % chunk))}
-            bounds = [(ref.helper, [_engine(t) for t in ref.subscript.split(" .. ")]) for ref in refs]
+            bounds = [(ref.side, [_engine(t) for t in ref.subscript.split(" .. ")]) for ref in refs]
             for j in range(-2 * width - 3, 3 * width + 3):
                 last = (j + 1) * slide - 1
-                read = [(helper, x) for helper, ends in bounds for x in range(ends[0](j), ends[-1](j) + 1)]
+                read = [(side, x) for side, ends in bounds for x in range(ends[0](j), ends[-1](j) + 1)]
                 assert all(x <= last for _, x in read), (width, slide, j, refs)       # never a future part
-                assert len(read) == len(set(read)) <= 3, (width, slide, j, refs)      # no part read twice
-                covered = set().union(*(holds[helper](x) for helper, x in read))
+                assert len(read) == len(set(read)) <= 3, (width, slide, j, refs)      # no part's side read twice
+                covered = set().union(*(holds[side](x) for side, x in read))
                 assert covered == set(range(last - width + 1, last + 1)), (width, slide, j, refs)

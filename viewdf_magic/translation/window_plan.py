@@ -6,12 +6,13 @@ base parts a .. b with b = (j+1)*r - 1 and a = b - W + 1.
 * Subtractable (SUM, COUNT, COUNT(*), AVG = sum and count): ViewDF_Sum over a per-part
   pre-aggregate: state[j] = state[j-1] + pre[new parts] - pre[expired parts].
 * Distributive, not subtractable (MAX, MIN): chunked prefix and suffix maxima, a two-stacks
-  scheme written as helper views. Base parts are cut into chunks of C = W // 2 parts.
-  ``prefix[j]`` is the max over j's chunk up to j (``prefix[j-1]`` and ``pre[j]``, restarting at
-  each chunk); ``suffix[j]`` walks the previous chunk backwards, one part per step (``suffix[j-1]``
-  and one older ``pre`` part), so that the suffix a window needs is ready when the window ends
-  there. A window is then one suffix, one whole chunk and one prefix: three reads per step,
-  two per helper step, whatever W is.
+  scheme written as one helper view, ``chunks``. Base parts are cut into chunks of C = W // 2
+  parts. Its prefix side at j is the max over j's chunk up to j (the prefix at j-1, restarting at
+  each chunk, and ``pre[j]``); its suffix side walks the previous chunk backwards, one part per
+  step (the suffix at j-1 and one older ``pre`` part), so that the suffix a window needs is
+  ready when the window ends there. A window is then one suffix, one whole chunk and one
+  prefix: at most three reads per step of the view and three per step of the helper, whatever
+  W is.
 * Holistic (anything else, or DISTINCT): recomputation over the window's parts; mixed with
   other aggregates, of the holistic ones only, joined on the group keys.
 """
@@ -64,14 +65,15 @@ def affine(mult: int, const: int, var: str = "j") -> str:
 
 @dataclass(frozen=True)
 class ExtremeRef:
-    """One reference of the final view's max/min: ``helper`` (pre, prefix or suffix) at ``subscript``."""
+    """One reference of the final view's max/min: ``side`` of the chunks helper (prefix or suffix), or
+    the pre-aggregate (pre), at ``subscript``."""
 
-    helper: str
+    side: str
     subscript: str
 
 
 def chunk_length(width: int) -> int:
-    """C: the chunk length of the prefix and suffix helpers (the largest with 2C <= W)."""
+    """C: the chunk length of the chunks helper (the largest with 2C <= W)."""
     return width // 2
 
 
@@ -104,6 +106,6 @@ def suffix_source(chunk: int, var: str = "j") -> str:
 
 
 def chunk_previous(chunk: int, var: str = "j") -> str:
-    """A chunk helper's previous part: ``j-1 .. j-1`` within a chunk, the empty range ``j-1 .. j-2`` at a
+    """The chunks helper's previous part: ``j-1 .. j-1`` within a chunk, the empty range ``j-1 .. j-2`` at a
     chunk's first part (so nothing is read there, and lineage does not run back through earlier chunks)."""
     return f"{var}-1 .. {var}-1-({chunk}-{var}%{chunk})/{chunk}"

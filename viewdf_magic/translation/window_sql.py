@@ -5,9 +5,10 @@ warehouse parses and defines like a hand-written one. Generated column names sta
 
 * ``<view>__pre`` (PARTITION LENGTH L): per source part and group, ``__n`` = count(*), and per
   aggregate argument ``__s`` = sum, ``__c`` = count of non-NULL values, ``__mx`` = max, ``__mn`` = min.
-* ``<view>__prefix`` and ``<view>__suffix`` (PARTITION LENGTH L, for max/min when W > 3): the
-  max/min over j's chunk of C = W // 2 parts up to j, and over a suffix of the previous chunk
-  that grows backwards by one part per step (see window_plan).
+* ``<view>__chunks`` (PARTITION LENGTH L, for max/min when W > 3): per group, the max/min over j's
+  chunk of C = W // 2 parts up to j (``__p`` = 1 when the group is there, ``__p_mx<n>``,
+  ``__p_mn<n>``) and over a suffix of the previous chunk that grows backwards by one part per
+  step (``__s``, ``__s_mx<n>``, ``__s_mn<n>``; see window_plan). One helper step per part.
 * ``<view>__sum`` (PARTITION LENGTH s): the window's running count(*) and sums and counts
   (ViewDF_Sum); a group leaves when its count(*) reaches 0.
 * ``<view>`` (PARTITION LENGTH s): combines them per group, computes AVG = sum / count and applies
@@ -38,7 +39,7 @@ REFRESH_MIN_PARTS = 16
 @dataclass(frozen=True)
 class GeneratedView:
     name: str
-    role: str                 # pre, prefix, suffix, sum or final
+    role: str                 # pre, chunks, sum or final
     partition_length: int
     summary: str              # one line for EXPLAIN notes
 
@@ -80,7 +81,7 @@ class WindowTranslation:
 
     @property
     def chunked(self) -> bool:
-        """Max/min read the prefix and suffix helpers (windows of more than 3 parts)."""
+        """Max/min read the chunks helper (windows of more than 3 parts)."""
         return self.distributive and self.width > 3
 
     def helper(self, role: str) -> str:
@@ -94,16 +95,13 @@ class WindowTranslation:
                                        f"per part of {self.source.name} and group: count(*) and the sums, "
                                        f"non-NULL counts, maxima and minima the aggregates need"))
             if self.chunked:
-                chunk, pre = chunk_length(W), self.helper("pre")
-                previous = chunk_previous(chunk_length(self.width))
-                found.append(GeneratedView(self.helper("prefix"), "prefix", L,
-                                           f"max/min over j's chunk of {chunk} parts up to j: "
-                                           f"{self.helper('prefix')}[{previous}] (nothing at a chunk's first "
-                                           f"part) and {pre}[j]"))
-                found.append(GeneratedView(self.helper("suffix"), "suffix", L,
-                                           f"max/min over a suffix of the previous chunk, one part longer each "
-                                           f"step: {self.helper('suffix')}[{previous}] (nothing at a chunk's "
-                                           f"first part) and {pre}[{suffix_source(chunk)}]"))
+                chunk, pre, chunks = chunk_length(W), self.helper("pre"), self.helper("chunks")
+                found.append(GeneratedView(chunks, "chunks", L,
+                                           f"per group, the max/min over j's chunk of {chunk} parts up to j "
+                                           f"(prefix: __p...) and over a suffix of the previous chunk, one part "
+                                           f"longer each step (suffix: __s...); from {chunks}[{chunk_previous(chunk)}] "
+                                           f"(nothing at a chunk's first part), {pre}[j] and "
+                                           f"{pre}[{suffix_source(chunk)}]"))
             if self.subtractable:
                 new = f"{self.helper('pre')}[{self._range(0, r - 1)}]"
                 old = f"{self.helper('pre')}[{self._range(-W, r - 1 - W)}]"
@@ -175,24 +173,35 @@ class WindowTranslation:
                     found.append((kind, f"{prefix}{index}"))
         return found
 
-    def _chunk_text(self, view: GeneratedView, added: str) -> str:
-        """A running max/min within a chunk: the view's previous part (an empty range when part j starts
-        a chunk, so nothing is read there) and the pre-aggregate's part ``added``."""
-        keys = self._keys()
-        columns = ", ".join(keys + [column for _, column in self._extremes()])
-        combined = ", ".join(keys + [f"{kind}({column}) AS {column}" for kind, column in self._extremes()])
-        pre = quote_name(self.helper("pre"))
-        first = f"SELECT {combined}\nFROM {pre}[{added}]" + self._group_by(keys, "count(*) > 0")
-        update = (f"SELECT {combined}\nFROM (SELECT {columns} FROM {quote_name(view.name)}[{chunk_previous(chunk_length(self.width))}]\n"
-                  f"      UNION ALL SELECT {columns} FROM {pre}[{added}]) AS __chunk"
-                  + self._group_by(keys, "count(*) > 0"))
+    def _side(self, side: str) -> list[str]:
+        """The chunks helper's columns for ``side`` (prefix or suffix): its presence flag, then its
+        max/min columns in ``_extremes`` order."""
+        flag = f"__{side[0]}"
+        return [flag] + [f"{flag}_{column[2:]}" for _, column in self._extremes()]
+
+    def _chunks_text(self, view: GeneratedView, schema_of) -> str:
+        """Prefix and suffix of one part in one step: the previous part (an empty range when part j starts
+        a chunk, so nothing is read there), ``__pre[j]`` for the prefix and one older part for the suffix."""
+        keys, extremes = self._keys(), self._extremes()
+        prefix, suffix = self._side("prefix"), self._side("suffix")
+        pre, chunk = quote_name(self.helper("pre")), chunk_length(self.width)
+
+        def from_pre(mine: list[str], subscript: str) -> str:
+            """A pre-aggregate part as ``mine``'s side; UNION ALL matches columns by position, so both
+            sides are listed, always prefix first."""
+            values = dict(zip(mine, ["1"] + [column for _, column in extremes]))
+            columns = [f"{values[c]} AS {c}" if c in values else f"NULL AS {c}" for c in prefix + suffix]
+            return f"SELECT {', '.join(keys + columns)} FROM {pre}[{subscript}]"
+
+        kinds = ["max"] + [kind for kind, _ in extremes]
+        combined = ", ".join(keys + [f"{kind}({c}) AS {c}" for side in (prefix, suffix) for kind, c in zip(kinds, side)])
+        branches = [from_pre(prefix, "j"), from_pre(suffix, suffix_source(chunk))]
+        group = self._group_by(keys, "count(*) > 0")
+        previous = (f"SELECT {', '.join(keys + prefix + suffix)} FROM {quote_name(view.name)}"
+                    f"[{chunk_previous(chunk)}]")
+        first, update = ("\n      UNION ALL ".join(parts) for parts in (branches, [previous] + branches))
+        first, update = (f"SELECT {combined}\nFROM ({body}) AS __chunk{group}" for body in (first, update))
         return self._statement(view, first, update, None)
-
-    def _prefix_text(self, view: GeneratedView, schema_of) -> str:
-        return self._chunk_text(view, "j")
-
-    def _suffix_text(self, view: GeneratedView, schema_of) -> str:
-        return self._chunk_text(view, suffix_source(chunk_length(self.width)))
 
     def _sums(self) -> list[str]:
         """The running-state columns besides keys and __n."""
@@ -249,7 +258,14 @@ class WindowTranslation:
             mine = {c for _, c in self._extremes()}
             columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
             for ref in self.cover():
-                branches.append(f"SELECT {', '.join(columns)} FROM {quote_name(self.helper(ref.helper))}[{ref.subscript}]")
+                if ref.side == "pre":
+                    branches.append(f"SELECT {', '.join(columns)} FROM {quote_name(self.helper('pre'))}[{ref.subscript}]")
+                    continue
+                flag, *values = self._side(ref.side)
+                side = dict(zip([c for _, c in self._extremes()], values))
+                picked = keys + [f"{side[c]} AS {c}" if c in side else f"NULL AS {c}" for c in state]
+                branches.append(f"SELECT {', '.join(picked)} FROM {quote_name(self.helper('chunks'))}[{ref.subscript}] "
+                                f"WHERE {flag} = 1")
         kinds = dict((c, kind) for kind, c in self._extremes())
         combined = keys + [f"{kinds.get(c, 'max')}({c}) AS {c}" for c in state]
         union = "\n      UNION ALL ".join(branches)
@@ -375,8 +391,8 @@ class WindowTranslation:
                 lines.append(f"  {call}: subtractable -> running {what} (ViewDF_Sum: add the new part, "
                              f"subtract the expired one) in {self.helper('sum')}")
             elif aggregate.strategy == "distributive":
-                how = (f"chunked prefix and suffix maxima/minima (two stacks as helper views, chunks of "
-                       f"{chunk_length(self.width)} parts) in {self.helper('prefix')} and {self.helper('suffix')}"
+                how = (f"chunked prefix and suffix maxima/minima (two stacks as a helper view, chunks of "
+                       f"{chunk_length(self.width)} parts) in {self.helper('chunks')}"
                        if self.chunked else f"the window's {self.width} part(s) of {self.helper('pre')}")
                 lines.append(f"  {call}: distributive, not subtractable -> {how}")
             else:
@@ -394,10 +410,11 @@ class WindowTranslation:
         r, W = self.slide, self.width
         lines = [f"  {self.helper('sum')}[j]"] if self.subtractable else []
         if self.distributive:
-            lines += [f"  {self.helper(ref.helper)}[{ref.subscript}]" for ref in self.cover()]
+            lines += [f"  {self.helper('pre')}[{ref.subscript}]" if ref.side == "pre" else
+                      f"  {self.helper('chunks')}[{ref.subscript}] ({ref.side})" for ref in self.cover()]
             if self.chunked:
                 lines.append(f"  = at most 3 parts for max/min whatever W is (W = {W}), not {W}; "
-                             f"{self.helper('prefix')} and {self.helper('suffix')} read 2 parts per step each")
+                             f"{self.helper('chunks')} reads at most 3 parts per step")
         if self.holistic:
             lines.append(f"  {self.source.name}[{self.window_range()}] = all {W} window part(s), for the "
                          f"holistic column(s)")
