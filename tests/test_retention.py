@@ -97,3 +97,34 @@ def test_retain_on_a_view_and_late_rows_it_can_no_longer_repair(warehouse):
     warehouse.ingest("M", batch([3.5], [10]))
     totals = warehouse.execute("SELECT total FROM Totals ORDER BY PART_TIMESTAMP")["total"].tolist()
     assert totals == [3 + 4 + 10, 4 + 10 + 5]
+
+
+def test_chunked_max_helpers_keep_the_parts_later_steps_read_back(warehouse):
+    """WinMax's suffix reference j-2*((j-5)%3) moves back as j grows, and __chunks reads __pre[j/3*6-1-j]:
+    retention keeps what the next 3 steps read (not only the next one), so no step meets a dropped part."""
+    warehouse.execute(STREAM + " ALLOWED LATENESS 1 PARTS")
+    warehouse.execute("CREATE VIEW WinMax AS SELECT src, max(loss) AS peak FROM M [WINDOW 6 MINUTES] GROUP BY src")
+    for minute in range(14):
+        warehouse.ingest("M", batch([minute], [(minute * 7) % 11]))
+        chunks, pre = (warehouse.catalog.state(n) for n in ("WinMax__chunks", "WinMax__pre"))
+        j = FIRST + minute + 1                   # the next part; the oldest a repair may recompute is j-2
+        for k in range(j - 2, j + 3):            # what the view and __chunks read from there on
+            assert k - 2 * ((k - 5) % 3) >= (chunks.dropped_before or 0), (minute, k)
+            assert k // 3 * 6 - 1 - k >= (pre.dropped_before or 0), (minute, k)
+    assert warehouse.catalog.state("WinMax__pre").dropped_before is not None      # retention did drop parts
+    assert warehouse.run("VERIFY VIEW WinMax")[0].message == "WinMax: all 14 part(s) equal their recomputation."
+
+
+def test_subscripts_that_go_back_and_forth_have_their_smallest_value_found():
+    from viewdf_magic.language.source import Fragment
+    from viewdf_magic.language.subscripts import parse_subscript
+
+    def smallest(text: str, start: int):
+        return parse_subscript(Fragment(text, 0, len(text)), {"j"}).smallest_from("j", start)
+
+    for text in ("j-2*((j-59)%30)", "j/30*60-1-j", "j-1-(30-j%30)/30", "(j*5+4)/8-2", "j-3"):
+        subscript = parse_subscript(Fragment(text, 0, len(text)), {"j"})
+        for start in range(100, 160):
+            brute = min(subscript.evaluate({"j": k}) for k in range(start, start + 400))
+            assert smallest(text, start) == brute, (text, start)
+    assert smallest("j*j", 5) is None and smallest("j/(j-1)", 5) is None and smallest("100-j", 5) is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 from dataclasses import dataclass, field
 
 from .source import Fragment
@@ -10,6 +11,8 @@ from .source import Fragment
 # At most this many syntax nodes in one subscript (``i*60+59`` has 7): deeper expressions would
 # make evaluation recurse too far, and nobody writes them.
 MAX_NODES = 200
+# Subscripts that repeat over a longer period are not searched for their smallest value (see smallest_from).
+MAX_PERIOD = 100_000
 
 _OPERATORS = {
     ast.Add: lambda a, b: a + b,
@@ -31,6 +34,32 @@ class Subscript:
 
     def evaluate(self, env: dict[str, int]) -> int:
         return _evaluate(self.tree, env)
+
+    def period(self, variable: str) -> int | None:
+        """P such that ``s(j + P) - s(j)`` is the same for every j: the lcm of the constant divisors of
+        ``/`` and ``%``. None when the subscript is not that regular (a product of two terms in
+        ``variable``, or a divisor that uses it)."""
+        period = 1
+        for node in ast.walk(self.tree):
+            if not isinstance(node, ast.BinOp):
+                continue
+            uses = [_uses(side, variable) for side in (node.left, node.right)]
+            if isinstance(node.op, ast.Mult) and all(uses):
+                return None
+            if isinstance(node.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+                if uses[1]:
+                    return None
+                period = math.lcm(period, abs(_evaluate(node.right, {})) or 1)
+        return period
+
+    def smallest_from(self, variable: str, start: int) -> int | None:
+        """The smallest value for ``variable`` >= ``start`` (subscripts such as ``j-2*((j-59)%30)`` go
+        back and forth). None when there is none, or it cannot be found cheaply."""
+        period = self.period(variable)
+        if period is None or period > MAX_PERIOD:
+            return None
+        values = [self.evaluate({variable: start + k}) for k in range(period + 1)]
+        return None if values[-1] < values[0] else min(values)
 
     def shifted_from(self, variable: str) -> int | None:
         """``s(j) - j`` when the subscript is ``j`` plus a constant, else None."""
@@ -101,6 +130,10 @@ def parse_subscript(fragment: Fragment, allowed: set[str]) -> Subscript:
             raise fragment.error(f"bad partition subscript '{stripped}': expected integer "
                                  f"arithmetic on {_names(allowed)}", at, at + 1)
     return Subscript(stripped, tree, frozenset(used))
+
+
+def _uses(node: ast.expr, variable: str) -> bool:
+    return any(isinstance(item, ast.Name) and item.id == variable for item in ast.walk(node))
 
 
 def _is_zero(node: ast.expr) -> bool:

@@ -88,7 +88,10 @@ class Retention:
                         continue
                     if binding.kind is not RefKind.PARTS or binding.lower is None:
                         return None        # unsubscripted or open below: every part is read
-                    bound = min(bound, binding.lower.evaluate({query.variable: at}))
+                    lowest = binding.lower.smallest_from(query.variable, at)
+                    if lowest is None:
+                        return None        # no bound on how far back later steps read
+                    bound = min(bound, lowest)
         return bound
 
     def cutoffs(self) -> dict[str, int]:
