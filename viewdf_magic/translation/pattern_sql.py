@@ -16,8 +16,9 @@ dominance). Each part's events are folded in order (fast path without a loop for
   it is the event joined with the group's runs, like a hand-written step.
 
 The final view selects, per group, the preferred run in the accepting state after the group's last
-event of the part (``matched``; the final state's own column when that is the same thing). Joins compare keys with ``<=>`` (not NATURAL JOIN, which would also
-join on the timestamp) and a new group starts with no runs (not state 0 treated as a value).
+event of the part (``matched``; the final state's own column when that is the same thing). Joins
+compare keys with ``<=>`` (not NATURAL JOIN, which would also join on the timestamp) and a new group
+starts with no runs (not state 0 treated as a value).
 """
 
 from __future__ import annotations
@@ -187,12 +188,16 @@ class PatternTranslation:
         return f"try_element_at({state}, 1)" if self.fsm.many(self.fsm.final.index) else state
 
     @property
+    def carries(self) -> bool:
+        """CONTIGUITY EVENTS: a group's runs are carried through parts where it has no event."""
+        return self.fsm.query.clause.contiguity == "EVENTS"
+
+    @property
     def match_column(self) -> str:
         """The Helper column holding ``matched``. Without CONTIGUITY EVENTS every group in Helper[j]
         has events in part j, so a single stored final state's run is the match: no copy is kept."""
         final = self.fsm.final.index
-        carry = self.fsm.query.clause.contiguity == "EVENTS"
-        if carry or self.fsm.many(final) or final not in self.fsm.stored_states():
+        if self.carries or self.fsm.many(final) or final not in self.fsm.stored_states():
             return "matched"
         return f"s{final}"
 
@@ -224,7 +229,7 @@ class PatternTranslation:
         keys = ", ".join(quote_name(k) for k in fsm.query.keys)
         key_list, group = (keys + ", ", f" GROUP BY {keys}") if keys else ("", "")
         stored = fsm.stored_states()
-        carry = fsm.query.clause.contiguity == "EVENTS"
+        carry = self.carries
         killer = render(fsm.killer, event="") if fsm.killer is not None else None
         lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e"
                  + (f", {killer} AS killer" if killer else "") + f" FROM {quote_name(self.stream)}[{part}]{self._filter()})"]

@@ -195,13 +195,17 @@ class WindowTranslation:
 
         kinds = ["max"] + [kind for kind, _ in extremes]
         combined = ", ".join(keys + [f"{kind}({c}) AS {c}" for side in (prefix, suffix) for kind, c in zip(kinds, side)])
-        branches = [from_pre(prefix, "j"), from_pre(suffix, suffix_source(chunk))]
         group = self._group_by(keys, "count(*) > 0")
+
+        def body(branches: list[str]) -> str:
+            union = "\n".join(branches)
+            return f"SELECT {combined}\nFROM ({union}) AS __chunk{group}"
+
+        added = [from_pre(prefix, "j"), "      UNION ALL " + from_pre(suffix, suffix_source(chunk))]
         previous = (f"SELECT {', '.join(keys + prefix + suffix)} FROM {quote_name(view.name)}"
                     f"[{chunk_previous(chunk)}]")
-        first, update = ("\n      UNION ALL ".join(parts) for parts in (branches, [previous] + branches))
-        first, update = (f"SELECT {combined}\nFROM ({body}) AS __chunk{group}" for body in (first, update))
-        return self._statement(view, first, update, None)
+        update = [previous] + ["      UNION ALL " + added[0]] + added[1:]
+        return self._statement(view, body(added), body(update), None)
 
     def _sums(self) -> list[str]:
         """The running-state columns besides keys and __n."""
@@ -255,17 +259,15 @@ class WindowTranslation:
             columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
             branches.append(f"SELECT {', '.join(columns)} FROM {quote_name(self.helper('sum'))}[j]")
         if self.distributive:
-            mine = {c for _, c in self._extremes()}
-            columns = keys + [c if c in mine else f"NULL AS {c}" for c in state]
+            extremes = [c for _, c in self._extremes()]
             for ref in self.cover():
                 if ref.side == "pre":
-                    branches.append(f"SELECT {', '.join(columns)} FROM {quote_name(self.helper('pre'))}[{ref.subscript}]")
-                    continue
-                flag, *values = self._side(ref.side)
-                side = dict(zip([c for _, c in self._extremes()], values))
-                picked = keys + [f"{side[c]} AS {c}" if c in side else f"NULL AS {c}" for c in state]
-                branches.append(f"SELECT {', '.join(picked)} FROM {quote_name(self.helper('chunks'))}[{ref.subscript}] "
-                                f"WHERE {flag} = 1")
+                    source, read, where = dict(zip(extremes, extremes)), self.helper("pre"), ""
+                else:
+                    flag, *values = self._side(ref.side)
+                    source, read, where = dict(zip(extremes, values)), self.helper("chunks"), f" WHERE {flag} = 1"
+                picked = keys + [f"{source[c]} AS {c}" if c in source else f"NULL AS {c}" for c in state]
+                branches.append(f"SELECT {', '.join(picked)} FROM {quote_name(read)}[{ref.subscript}]{where}")
         kinds = dict((c, kind) for kind, c in self._extremes())
         combined = keys + [f"{kinds.get(c, 'max')}({c}) AS {c}" for c in state]
         union = "\n      UNION ALL ".join(branches)
