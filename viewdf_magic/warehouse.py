@@ -185,7 +185,10 @@ class Warehouse:
 
     def ingest(self, stream: str, data: pd.DataFrame | DataFrame) -> IngestReport:
         """Append a batch to a stream, routed to parts by timestamp, then run maintenance (rows for
-        earlier parts are late data: every view part that depends on them is repaired)."""
+        earlier parts are late data: every view part that depends on them is repaired).
+
+        A Spark DataFrame is read twice, once to count and check it and once to write it; persist
+        it first if computing it is expensive (nondeterministic plans are cached automatically)."""
         with self._writing():
             definition = self._require(stream, ("stream",))
             frame = self.ingester.to_frame(data)

@@ -22,6 +22,7 @@ from ..maintainer.maintainer import StepReport
 from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..maintainer.spark_errors import SPARK_ERRORS, spark_error, summary
+from ..session import is_connect_session
 from ..storage.parts import PART_COLUMN, PartStore
 from ..timeparts import format_part, subscript_sql
 
@@ -159,26 +160,28 @@ class Ingester:
             return report
         started = time.perf_counter()
         subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.partition_length))
-        cached = None
+        persisted = None
         folder = None
         try:
-            cached = frame.persist()
-            counts = self._counts(definition, cached, subscript)
+            batch = frame
+            if not repeatable(frame):
+                batch = persisted = frame.persist()
+            counts = self._counts(definition, batch, subscript)
             parts = {row["s"]: row["count"] for row in counts if row["s"] is not None}
             self._validate(definition, counts, parts, error)
             if not parts:
                 return report
-            self._check_unique(definition, cached, subscript, counts, error)
+            self._check_unique(definition, batch, subscript, counts, error)
             folder = self.store.new_folder(definition)
-            self.store.write_batch(definition, cached, folder)
+            self.store.write_batch(definition, batch, folder)
         except SPARK_ERRORS as exc:
             if folder is not None:
                 self.store.fs.delete(folder)
             raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                 from None
         finally:
-            if cached is not None:
-                cached.unpersist()
+            if persisted is not None:
+                persisted.unpersist()
         seconds = time.perf_counter() - started
         now = time.time()
         state = self.catalog.state(definition.name)
@@ -298,6 +301,16 @@ class Ingester:
                         "rows": rows, "updated": time.time()})
         self.catalog.commit(actions)
         return rows
+
+
+def repeatable(frame: DataFrame) -> bool:
+    """Whether two reads of ``frame`` give the same rows, so a batch can be counted and checked in one
+    job and written in another without caching it in between (the cache costs about as much as the
+    write: docs/benchmarks.md). Spark flags plans with nondeterministic expressions (``rand()``, a
+    nondeterministic UDF); on Spark Connect the plan is not at hand, so the batch is cached."""
+    if is_connect_session(frame.sparkSession):
+        return False
+    return bool(frame._jdf.queryExecution().analyzed().deterministic())
 
 
 def _reason(exc: BaseException) -> str:
