@@ -62,6 +62,14 @@ def format_part(subscript: int, length: int) -> str:
         return f"part {subscript}"
 
 
+def format_duration(seconds: int) -> str:
+    """A duration in its largest whole unit, e.g. ``2 HOURS``, ``90 SECONDS``."""
+    for unit, size in (("DAYS", 86400), ("HOURS", 3600), ("MINUTES", 60)):
+        if seconds and seconds % size == 0:
+            return f"{seconds // size} {unit if seconds // size > 1 else unit[:-1]}"
+    return f"{seconds} SECONDS"
+
+
 def subscript_sql(column: str, length: int) -> str:
     """Spark SQL for the part subscript of a timestamp column (exact integer arithmetic)."""
     micros = length * 1_000_000

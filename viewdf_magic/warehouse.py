@@ -40,7 +40,8 @@ from .maintainer.views import catalog_lookup
 from .session import embedded_session, is_connect_session, prepare
 from .storage.parts import PartStore
 from .storage.shared_storage import check_shared_storage
-from .timeparts import TimestampLike, format_part, subscript_of, to_utc
+from .storage.vacuum import vacuum
+from .timeparts import TimestampLike, format_duration, format_part, subscript_of, to_utc
 
 
 @dataclass(frozen=True)
@@ -656,6 +657,12 @@ class Warehouse:
         comparison = check_runtime(lambda: compare_rows(stored.drop(PART_TIMESTAMP), fresh, tolerance),
                                    "verifying")
         return PartCheck(comparison, seconds)
+
+    def _run_Vacuum(self, statement: st.Vacuum) -> Result:
+        report = vacuum(self.catalog, self.fs, statement.retain_seconds)
+        kept = (f"; kept {report.kept} more, unreferenced for less than RETAIN "
+                f"{format_duration(statement.retain_seconds)}" if report.kept else "")
+        return Result(statement, f"Deleted {len(report.deleted)} unreferenced data folder(s){kept}.")
 
     def _run_Seal(self, statement: st.Seal) -> Result:
         definition = self._require(statement.name.text, ("stream",), statement, statement.name)

@@ -50,7 +50,9 @@ class ArrowFileSystem(FileSystem):
             return source.read().decode("utf-8")
 
     def age(self, relative: str) -> float:
-        return time.time() - self._info(relative).mtime.timestamp()
+        """Seconds since modified; 0 (new) where the store keeps no time, e.g. an object store's folders."""
+        modified = self._info(relative).mtime
+        return 0.0 if modified is None else time.time() - modified.timestamp()
 
     def delete(self, relative: str) -> None:
         kind = self._info(relative).type

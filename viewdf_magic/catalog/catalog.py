@@ -31,6 +31,7 @@ class Catalog:
         self.objects: dict[str, ObjectDef] = {}
         self.states: dict[str, ObjectState] = {}
         self.settings: dict[str, str] = {}
+        self.garbage: dict[str, float] = {}     # data folders a recomputed part replaced -> when
         self.version = 0
         self._pending: list[dict] | None = None     # actions of an open transaction
         self._load()
@@ -46,6 +47,7 @@ class Catalog:
                 self.objects[definition.key] = definition
                 self.states[definition.key] = ObjectState.from_json(entry["state"])
             self.settings = dict(snapshot.get("settings", {}))
+            self.garbage = dict(snapshot.get("garbage", {}))
             self.version = latest
         versions = sorted(int(n.split(".")[0]) for n in self.fs.list(LOG) if n.endswith(".json"))
         for version in versions:
@@ -89,19 +91,19 @@ class Catalog:
         if self._pending is not None:
             yield
             return
-        saved = copy.deepcopy((self.objects, self.states, self.settings))
+        saved = copy.deepcopy((self.objects, self.states, self.settings, self.garbage))
         self._pending = []
         try:
             yield
         except BaseException:
-            self.objects, self.states, self.settings = saved
+            self.objects, self.states, self.settings, self.garbage = saved
             self._pending = None
             raise
         actions, self._pending = self._pending, None
         self.commit(actions)
 
     def _checkpoint(self) -> None:
-        snapshot = {"version": self.version, "settings": self.settings,
+        snapshot = {"version": self.version, "settings": self.settings, "garbage": self.garbage,
                     "objects": [{"definition": d.to_json(), "state": self.states[k].to_json()}
                                 for k, d in self.objects.items()]}
         self.fs.write_text(f"{CHECKPOINTS}/{self.version:020d}.json", json.dumps(snapshot))
@@ -123,6 +125,9 @@ class Catalog:
     def _apply_part(self, action: dict, version: int) -> None:
         meta = dataclasses.replace(PartMeta.from_json(action["part"]), changed=version, verified=version)
         state = self.states[action["name"]]
+        replaced = state.parts.get(meta.subscript)
+        if replaced is not None:        # a recomputed view part: its old folder is garbage from now on
+            self.garbage.update((f, meta.updated) for f in replaced.folders if f not in meta.folders)
         state.parts[meta.subscript] = meta
         if self.objects[action["name"]].kind == "stream":
             if state.first is not None and meta.subscript < state.first - 1:   # late rows before the first part
@@ -174,6 +179,10 @@ class Catalog:
             self.settings.pop(action["key"], None)
         else:
             self.settings[action["key"]] = action["value"]
+
+    def _apply_vacuumed(self, action: dict, version: int) -> None:
+        for folder in action["folders"]:
+            self.garbage.pop(folder, None)
 
     def _apply_table_data(self, action: dict, version: int) -> None:
         state = self.states[action["name"]]

@@ -13,10 +13,11 @@ from ..timeparts import UNIT_SECONDS
 from .source import Fragment
 from .statements import (Alter, CreateQueryView, CreateStream, CreateTable, CreateViewDF, DeltaQuery, Describe,
                          Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance, Show, Statement,
-                         Step, Verify)
+                         Step, Vacuum, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
+VACUUM_RETAIN_SECONDS = 3600     # VACUUM without RETAIN: 1 hour
 QUERY_STARTS = {"SELECT", "WITH", "VALUES", "FROM", "TABLE", "("}
 
 
@@ -100,18 +101,22 @@ class _Cursor:
             raise self.fragment.error(f"{what} must be positive", at)
         return value, at
 
-    def extent(self, what: str) -> Extent:
-        """``n PARTS`` or a duration ``n <unit>`` (n may be 0)."""
+    def extent(self, what: str, parts: bool = True) -> Extent:
+        """``n PARTS`` (if ``parts``) or a duration ``n <unit>`` (n may be 0)."""
         value, at = self.integer(what)
         token = self.peek()
         word = token.text.upper() if token is not None and token.token_type not in _QUOTED else ""
         if word in ("PART", "PARTS"):
+            if not parts:
+                raise self.fragment.error(f"{what} takes a duration (SECONDS, MINUTES, HOURS, DAYS), not parts",
+                                          token.start)
             self.index += 1
             return Extent(value, "parts", at)
         if word in UNIT_SECONDS:
             self.index += 1
             return Extent(value * UNIT_SECONDS[word], "seconds", at)
-        raise self.error(f"expected PARTS or a time unit (SECONDS, MINUTES, HOURS, DAYS) after {what}")
+        raise self.error(f"expected {'PARTS or ' if parts else ''}a time unit (SECONDS, MINUTES, HOURS, DAYS) "
+                         f"after {what}")
 
     def rest(self) -> Fragment:
         if self.index >= len(self.tokens):
@@ -152,7 +157,7 @@ def parse_statement(statement: TokenStatement) -> Statement:
     if word in QUERY_STARTS:
         return Query(statement.fragment, statement.fragment)
     raise cursor.error("expected a statement (CREATE, INSERT, LOAD, SELECT, SHOW, DESCRIBE, DROP, "
-                       "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW, ALTER)")
+                       "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW, ALTER, VACUUM)")
 
 
 def _create(cursor: _Cursor) -> Statement:
@@ -435,6 +440,15 @@ def _seal(cursor: _Cursor) -> Seal:
     return Seal(cursor.fragment, name, through, at)
 
 
+def _vacuum(cursor: _Cursor) -> Vacuum:
+    cursor.expect("VACUUM")
+    retain = VACUUM_RETAIN_SECONDS
+    if cursor.accept("RETAIN"):
+        retain = cursor.extent("VACUUM RETAIN", parts=False).value
+    cursor.done()
+    return Vacuum(cursor.fragment, retain)
+
+
 def _explain(cursor: _Cursor) -> ExplainView:
     cursor.expect("EXPLAIN", "VIEW")
     name = cursor.name("a view name")
@@ -471,5 +485,5 @@ def _step(cursor: _Cursor) -> Step:
 _HANDLERS = {
     "CREATE": _create, "INSERT": _insert, "LOAD": _load, "SHOW": _show,
     "DESCRIBE": _describe, "DESC": _describe, "DROP": _drop, "VERIFY": _verify, "SEAL": _seal,
-    "SET": _set, "STEP": _step, "EXPLAIN": _explain, "ALTER": _alter,
+    "SET": _set, "STEP": _step, "EXPLAIN": _explain, "ALTER": _alter, "VACUUM": _vacuum,
 }

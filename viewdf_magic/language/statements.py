@@ -176,6 +176,13 @@ class Step(Statement):
 
 
 @dataclass(frozen=True)
+class Vacuum(Statement):
+    """``VACUUM [RETAIN n <time unit>]``: delete data folders that no part references any more."""
+
+    retain_seconds: int          # keep what stopped being referenced (or was written) more recently
+
+
+@dataclass(frozen=True)
 class ExplainView(Statement):
     """``EXPLAIN VIEW v``: the definition, the next step's resolved query and its Spark plans."""
 
