@@ -340,7 +340,7 @@ def test_hostile_stream_and_table_names(spark, tmp_path, name):
         assert list(warehouse.parts(name)["part"]) == [23668440, 23668441]
         check_layout(warehouse, name, name + " t")
         assert outside(tmp_path, warehouse) == before
-        warehouse.execute(f"DROP STREAM {q}; DROP TABLE {quoted(name + ' t')}")
+        warehouse.execute(f"DROP STREAM {q}; DROP TABLE {quoted(name + ' t')}; VACUUM RETAIN 0 SECONDS")
     assert warehouse.catalog.get(name) is None
     assert os.listdir(os.path.join(local_root(warehouse), "data")) == []
     assert outside(tmp_path, warehouse) == before

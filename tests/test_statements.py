@@ -58,15 +58,20 @@ def test_drop(warehouse):
     assert {m_folder, helper_folder, owners_folder} <= data_folders(warehouse)
 
     [dropped] = warehouse.run("DROP VIEW View2")
-    assert dropped.message == "Dropped View2."
+    assert dropped.message == "Dropped View2. The data files are deleted after 1 HOUR (VACUUM RETAIN 0 SECONDS " \
+                              "deletes them now)."
     assert list(warehouse.execute("SHOW VIEWS")["name"]) == ["Helper"]
     assert "nothing dropped" in warehouse.run("DROP VIEW IF EXISTS View2")[0].message
     [dropped] = warehouse.run("DROP STREAM M CASCADE")
-    assert dropped.message == "Dropped Helper, M."
+    assert dropped.message.startswith("Dropped Helper, M. The data files")
     assert warehouse.execute("SHOW STREAMS").empty and warehouse.execute("SHOW VIEWS").empty
-    assert not {m_folder, helper_folder, view2_folder} & data_folders(warehouse)
+    # Kept for readers of the previous catalog version until the grace period ends (or VACUUM).
+    assert {m_folder, helper_folder, view2_folder} <= data_folders(warehouse)
+    assert {m_folder, helper_folder, view2_folder} == set(warehouse.catalog.garbage)
     warehouse.execute("DROP TABLE owners; DROP TABLE IF EXISTS owners; DROP STREAM IF EXISTS M")
-    assert warehouse.execute("SHOW TABLES").empty and owners_folder not in data_folders(warehouse)
+    assert warehouse.execute("SHOW TABLES").empty and owners_folder in warehouse.catalog.garbage
+    assert warehouse.run("VACUUM RETAIN 0 SECONDS")[0].message == "Deleted 4 unreferenced data folder(s)."
+    assert not {m_folder, helper_folder, view2_folder, owners_folder} & data_folders(warehouse)
 
     # A new stream of the same name starts empty: nothing of the old one comes back.
     warehouse.execute(PAPER_DDL)
@@ -165,7 +170,7 @@ def test_odd_names_stay_inside_the_warehouse(warehouse, tmp_path):
     ids = os.listdir(os.path.join(root, "data"))
     assert all(re.fullmatch(r"[0-9a-f]{12}", i) for i in ids) and len(ids) == len(ODD_NAMES)
 
-    warehouse.execute(f"DROP VIEW {_quoted('x; DROP')}; DROP STREAM {stream} CASCADE")
+    warehouse.execute(f"DROP VIEW {_quoted('x; DROP')}; DROP STREAM {stream} CASCADE; VACUUM RETAIN 0 SECONDS")
     assert warehouse.execute("SHOW VIEWS").empty and warehouse.execute("SHOW STREAMS").empty
     assert os.listdir(os.path.join(root, "data")) == []
     assert _beside(warehouse, tmp_path) == outside_before

@@ -53,6 +53,37 @@ def test_vacuum_deletes_replaced_parts_and_crash_leftovers_once_older_than_retai
     assert reopened.run("VACUUM RETAIN 0 SECONDS")[0].message == "Deleted 0 unreferenced data folder(s)."
 
 
+def test_maintenance_deletes_recorded_garbage_once_the_grace_period_is_over(warehouse, monkeypatch):
+    import viewdf_magic.warehouse
+
+    warehouse.execute(NETWORK_DDL)
+    warehouse.ingest("M", batch([0, 1, 2, 4, 5, 6], [12, 15, 24, 20, 16, 7]))
+    warehouse.ingest("M", batch([3], [30]))          # late: replaces Helper[4] and Helper[5]
+    garbage = set(warehouse.catalog.garbage)
+    assert len(garbage) == 2
+    warehouse.ingest("M", batch([7], [9]))           # within the grace period: kept
+    assert set(warehouse.catalog.garbage) == garbage and garbage <= data_folders(warehouse)
+    monkeypatch.setattr(viewdf_magic.warehouse, "VACUUM_RETAIN_SECONDS", 0)
+    warehouse.ingest("M", batch([8], [9]))           # past it: the maintenance pass deletes them
+    assert warehouse.catalog.garbage == {} and not garbage & data_folders(warehouse)
+    assert view2(warehouse) == [("10:03", 4, 81), ("10:04", 5, 101), ("10:05", 6, 117)]
+
+
+def test_retention_of_a_stream_leaves_no_empty_batch_folders(warehouse, monkeypatch):
+    import viewdf_magic.warehouse
+
+    monkeypatch.setattr(viewdf_magic.warehouse, "VACUUM_RETAIN_SECONDS", 0)
+    warehouse.execute("CREATE STREAM S (ts TIMESTAMP, src STRING, dest STRING, loss INT) PARTITION LENGTH 60 "
+                      "RETAIN 2 PARTS")
+    for minute in range(5):                             # one batch folder per part
+        warehouse.ingest("S", batch([minute], [1]))
+    stream = warehouse.catalog.get("S")
+    kept = {f.split("/")[2] for meta in warehouse.catalog.state("S").parts.values() for f in meta.folders}
+    assert sorted(warehouse.catalog.state("S").parts) == [FIRST + 3, FIRST + 4] and len(kept) == 2
+    assert set(os.listdir(os.path.join(local_root(warehouse), "data", stream.id))) == kept
+    assert warehouse.catalog.garbage == {}
+
+
 def test_garbage_is_kept_in_checkpoints_and_recorded_on_replay(warehouse, make_warehouse):
     warehouse.execute(NETWORK_DDL)
     warehouse.ingest("M", batch([0, 1, 2, 4], [12, 15, 24, 20]))

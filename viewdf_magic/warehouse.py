@@ -28,7 +28,7 @@ from .commands.ingest import (MAX_NEW_PARTS, IngestReport, Ingester, conform_by_
                               stream_schema_check)
 from .errors import ViewDFError
 from .language import statements as st
-from .language.parser import parse
+from .language.parser import VACUUM_RETAIN_SECONDS, parse
 from .language.queries import CompiledQuery, RefKind, Scope, compile_query
 from .maintainer.compare import DEFAULT_TOLERANCE, Comparison, compare_rows
 from .maintainer.execute import explain_text
@@ -40,7 +40,7 @@ from .maintainer.views import catalog_lookup
 from .session import embedded_session, is_connect_session, prepare
 from .storage.parts import PartStore
 from .storage.shared_storage import check_shared_storage
-from .storage.vacuum import vacuum
+from .storage.vacuum import sweep, vacuum
 from .timeparts import TimestampLike, format_duration, format_part, subscript_of, to_utc
 
 
@@ -287,6 +287,7 @@ class Warehouse:
         failures = (repair.failures if repair is not None else []) + failures
         self.maintainer.failures = list({(f.view, f.subscript): f for f in failures}.values())
         self.retention.apply()
+        sweep(self.catalog, self.fs, VACUUM_RETAIN_SECONDS)
         return steps
 
     def _maintenance_note(self) -> str:
@@ -580,11 +581,13 @@ class Warehouse:
             doomed.extend(d for d in self.catalog.objects.values()
                           if d.owner and d.owner.lower() == item.key and d not in doomed)
         ordered = list(reversed(doomed))
-        self.catalog.commit([{"op": "drop", "name": d.key} for d in ordered])
+        now = time.time()
+        self.catalog.commit([{"op": "drop", "name": d.key, "updated": now} for d in ordered])
         for d in ordered:
             self.maintainer.forget(d)
-            self.store.delete_object(d)
-        return Result(statement, f"Dropped {', '.join(d.name for d in ordered)}.")
+            self.store.forget(d)
+        return Result(statement, f"Dropped {', '.join(d.name for d in ordered)}. The data files are deleted after "
+                                 f"{format_duration(VACUUM_RETAIN_SECONDS)} (VACUUM RETAIN 0 SECONDS deletes them now).")
 
     def _run_ExplainView(self, statement: st.ExplainView) -> Result:
         definition = self._require(statement.name.text, ("view",), statement, statement.name)

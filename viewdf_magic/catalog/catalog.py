@@ -31,7 +31,7 @@ class Catalog:
         self.objects: dict[str, ObjectDef] = {}
         self.states: dict[str, ObjectState] = {}
         self.settings: dict[str, str] = {}
-        self.garbage: dict[str, float] = {}     # data folders a recomputed part replaced -> when
+        self.garbage: dict[str, float] = {}     # data folders no part references any more -> since when
         self.version = 0
         self._pending: list[dict] | None = None     # actions of an open transaction
         self._load()
@@ -119,8 +119,10 @@ class Catalog:
         self.states[definition.key] = ObjectState()
 
     def _apply_drop(self, action: dict, version: int) -> None:
-        self.objects.pop(action["name"], None)
+        dropped = self.objects.pop(action["name"], None)
         self.states.pop(action["name"], None)
+        if dropped is not None and "updated" in action:     # older logs: DROP deleted the files at once
+            self.garbage[f"data/{dropped.id}"] = action["updated"]
 
     def _apply_part(self, action: dict, version: int) -> None:
         meta = dataclasses.replace(PartMeta.from_json(action["part"]), changed=version, verified=version)
@@ -167,9 +169,12 @@ class Catalog:
                 setattr(state, option, action[option])
 
     def _apply_drop_parts(self, action: dict, version: int) -> None:
-        """Retention: parts before ``before`` are gone."""
+        """Retention: parts before ``before`` are gone (their folders are garbage from now on)."""
         state = self.states[action["name"]]
         before = action["before"]
+        if "updated" in action:                              # older logs: retention deleted the files at once
+            self.garbage.update((f, action["updated"]) for s, meta in state.parts.items() if s < before
+                                for f in meta.folders)
         state.parts = {s: meta for s, meta in state.parts.items() if s >= before}
         state.sealed = [(max(a, before), b, when) for a, b, when in state.sealed if b >= before]
         state.dropped_before = max(before, state.dropped_before or before)

@@ -10,6 +10,8 @@ Without a lateness bound, late rows can reach any part, so helpers keep everythi
 
 from __future__ import annotations
 
+import time
+
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
@@ -116,17 +118,13 @@ class Retention:
         return result
 
     def apply(self) -> dict[str, int]:
-        """Drop every part retention no longer keeps: recorded in the catalog first, files after."""
+        """Drop every part retention no longer keeps. The catalog records their folders as garbage;
+        ``storage.vacuum.sweep`` deletes them after the grace period, so a reader still scanning one
+        of them (another process, an older catalog version) is not cut short."""
         cutoffs = self.cutoffs()
-        doomed = []
-        for key, before in cutoffs.items():
-            state = self.catalog.state(key)
-            doomed += [folder for s, meta in state.parts.items() if s < before for folder in meta.folders]
-        if cutoffs:
-            self.catalog.commit([{"op": "drop_parts", "name": key, "before": before}
-                                 for key, before in cutoffs.items()])
-            for folder in doomed:
-                self.maintainer.store.fs.delete(folder)
+        now = time.time()
+        self.catalog.commit([{"op": "drop_parts", "name": key, "before": before, "updated": now}
+                             for key, before in cutoffs.items()])
         return cutoffs
 
     def unrepairable(self, stream: ObjectDef, subscript: int) -> str | None:

@@ -1,12 +1,11 @@
-"""VACUUM: delete the data folders that no committed part references any more.
+"""Deleting the data folders that no committed part references any more.
 
-Two kinds of folders become garbage. A view part recomputed after late data leaves its old
-folder behind: the catalog records when (``Catalog.garbage``), because a reader in another
-process may have resolved the old part just before. A crash before publication leaves a
-folder that was never referenced; so does a DROP or a retention drop interrupted after its
-commit. A folder is deleted once it has been garbage (or, never referenced, untouched) for
-longer than the RETAIN period, so reads that resolved an older catalog version and writes
-still in flight are left alone.
+The catalog records, with the time, every folder that stops being referenced: the old folder
+of a view part recomputed after late data, the parts retention drops, a dropped object's
+folder (``Catalog.garbage``). They are not deleted at once, because a reader in another
+process may have resolved them just before. ``sweep`` deletes those older than a grace
+period; every maintenance pass runs it. ``vacuum`` (the VACUUM statement) sweeps too, and
+also finds folders nobody recorded: leftovers of a crash before publication.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 
 from ..catalog.catalog import Catalog
 from ..catalog.filesystem import FileSystem
+from .parts import PART_COLUMN
 
 DATA = "data"
 
@@ -42,27 +42,36 @@ def referenced_folders(catalog: Catalog) -> set[str]:
     return folders
 
 
-def vacuum(catalog: Catalog, fs: FileSystem, retain_seconds: float) -> VacuumReport:
-    """Delete unreferenced folders older than ``retain_seconds`` and commit that the recorded
-    garbage is gone. Call it holding the writer lock, on the newest catalog."""
+def sweep(catalog: Catalog, fs: FileSystem, retain_seconds: float) -> VacuumReport:
+    """Delete the recorded garbage older than ``retain_seconds`` and commit that it is gone.
+    Call it holding the writer lock, on the newest catalog."""
     now = time.time()
+    due = [folder for folder, since in catalog.garbage.items() if now - since >= retain_seconds]
+    for folder in due:
+        fs.delete(folder)
+    for batch in {f.rsplit("/", 1)[0] for f in due if f"/{PART_COLUMN}=" in f}:   # a stream batch's last part
+        if not any(name.startswith(f"{PART_COLUMN}=") for name in fs.list(batch)):
+            fs.delete(batch)
+    catalog.commit([{"op": "vacuumed", "folders": due}] if due else [])
+    return VacuumReport(tuple(due), len(catalog.garbage))
+
+
+def vacuum(catalog: Catalog, fs: FileSystem, retain_seconds: float) -> VacuumReport:
+    """Sweep, then delete the folders nobody recorded (crash leftovers) untouched for longer than
+    ``retain_seconds``. A folder holding recorded garbage waits for that garbage's grace period."""
+    swept = sweep(catalog, fs, retain_seconds)
     referenced = referenced_folders(catalog)
     ids = {definition.id for definition in catalog.objects.values()}
-    deleted, kept, listed = [], 0, set()
+    deleted, kept = list(swept.deleted), swept.kept
     for object_id in fs.list(DATA):
         owner = f"{DATA}/{object_id}"
         candidates = [f"{owner}/{name}" for name in fs.list(owner)] if object_id in ids else [owner]
         for folder in candidates:
-            listed.add(folder)
-            if folder in referenced:
+            if folder in referenced or any(g == folder or g.startswith(folder + "/") for g in catalog.garbage):
                 continue
-            since = catalog.garbage.get(folder)
-            age = now - since if since is not None else fs.age(folder)
-            if age > retain_seconds:
+            if fs.age(folder) > retain_seconds:
                 fs.delete(folder)
                 deleted.append(folder)
             else:
                 kept += 1
-    gone = [f for f in catalog.garbage if f in deleted or f not in listed]
-    catalog.commit([{"op": "vacuumed", "folders": gone}] if gone else [])
     return VacuumReport(tuple(deleted), kept)
