@@ -237,22 +237,25 @@ def test_a_batch_is_stored_with_the_counts_it_was_checked_with(warehouse, spark)
     """Ingest counts and checks a batch in one Spark job and writes it in another. A batch that a
     second read would change (a nondeterministic UDF here: every evaluation draws new minutes) is
     cached in between, so the parts' row counts in the catalog are the rows stored; a plain batch
-    is read twice instead of cached."""
+    is read twice instead of cached. A batch Spark cannot tell is unrepeatable (the same UDF not
+    marked nondeterministic; now() behaves alike) is caught by the write and redone from a cache."""
     import random
 
     from pyspark.sql import functions as F
     from viewdf_magic.commands.ingest import repeatable
 
     warehouse.execute("CREATE STREAM R (ts TIMESTAMP, n INT) PARTITION LENGTH 60")
-    minute = F.udf(lambda: random.randrange(6), "int").asNondeterministic()
-    drawn = spark.range(300).select(F.timestamp_seconds(F.lit(M_1000 * 60) + minute() * 60).alias("ts"),
-                                    F.col("id").cast("int").alias("n"))
+    draw = lambda: random.randrange(6)      # noqa: E731
+    flagged, unflagged = F.udf(draw, "int").asNondeterministic(), F.udf(draw, "int")
+    drawn = lambda minute, first: spark.range(first, first + 300).select(  # noqa: E731
+        F.timestamp_seconds(F.lit(M_1000 * 60) + minute() * 60).alias("ts"), F.col("id").cast("int").alias("n"))
     plain = warehouse.spark.createDataFrame(_frame(("2015-01-01 10:07", "a", "x", 1))).select("ts")
-    assert not repeatable(drawn) and repeatable(plain)
-    warehouse.ingest("R", drawn)
+    assert not repeatable(drawn(flagged, 0)) and repeatable(drawn(unflagged, 0)) and repeatable(plain)
+    warehouse.ingest("R", drawn(flagged, 0))
+    warehouse.ingest("R", drawn(unflagged, 300))
     stored = warehouse.execute("SELECT PART_TIMESTAMP AS part_timestamp, count(*) AS stored FROM R "
                                "GROUP BY PART_TIMESTAMP")
     counted = warehouse.parts("R")[["part_timestamp", "rows"]]
     both = counted.merge(stored, on="part_timestamp", how="outer").fillna(0)
-    assert both["stored"].sum() == 300 and (both["rows"] == both["stored"]).all(), both
-    assert warehouse.execute("SELECT count(DISTINCT n) AS n FROM R")["n"].tolist() == [300]
+    assert both["stored"].sum() == 600 and (both["rows"] == both["stored"]).all(), both
+    assert warehouse.execute("SELECT count(DISTINCT n) AS n FROM R")["n"].tolist() == [600]

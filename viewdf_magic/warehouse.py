@@ -189,7 +189,8 @@ class Warehouse:
         earlier parts are late data: every view part that depends on them is repaired).
 
         A Spark DataFrame is read twice, once to count and check it and once to write it; persist
-        it first if computing it is expensive (nondeterministic plans are cached automatically)."""
+        it first if computing it is expensive (nondeterministic plans are cached automatically, and
+        a batch whose second read puts rows in other parts is redone from a cache)."""
         with self._writing():
             definition = self._require(stream, ("stream",))
             frame = self.ingester.to_frame(data)

@@ -23,7 +23,7 @@ from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..maintainer.spark_errors import SPARK_ERRORS, spark_error, summary
 from ..session import is_connect_session
-from ..storage.parts import PART_COLUMN, PartStore
+from ..storage.parts import PART_COLUMN, PartStore, part_fingerprint
 from ..timeparts import format_part, subscript_sql
 
 MAX_NEW_PARTS = 100_000
@@ -164,16 +164,23 @@ class Ingester:
         folder = None
         try:
             batch = frame
-            if not repeatable(frame):
+            if definition.unique or not repeatable(frame):      # the UNIQUE check must see the rows written
                 batch = persisted = frame.persist()
-            counts = self._counts(definition, batch, subscript)
-            parts = {row["s"]: row["count"] for row in counts if row["s"] is not None}
-            self._validate(definition, counts, parts, error)
-            if not parts:
-                return report
-            self._check_unique(definition, batch, subscript, counts, error)
-            folder = self.store.new_folder(definition)
-            self.store.write_batch(definition, batch, folder)
+            while True:
+                counts = self._counts(definition, batch, subscript)
+                parts = {row["s"]: row["count"] for row in counts if row["s"] is not None}
+                self._validate(definition, counts, parts, error)
+                if not parts:
+                    return report
+                self._check_unique(definition, batch, subscript, counts, error)
+                folder = self.store.new_folder(definition)
+                written = self.store.write_batch(definition, batch, folder)
+                if persisted is not None or written == _fingerprint(counts):
+                    break
+                # The second read put rows in other parts (now(), a source that changed): redo from a cache.
+                self.store.fs.delete(folder)
+                folder = None
+                batch = persisted = frame.persist()
         except SPARK_ERRORS as exc:
             if folder is not None:
                 self.store.fs.delete(folder)
@@ -253,10 +260,12 @@ class Ingester:
 
     @staticmethod
     def _counts(definition: ObjectDef, batch: DataFrame, subscript: Column) -> list:
-        """Rows per part (``s``, ``count``); for a UNIQUE stream, in the same job, how often the most
-        repeated hash of the UNIQUE columns occurs in the part (``most``)."""
+        """Rows per part (``s``, ``count``) with their ``part_fingerprint`` sums (``hi``, ``lo``); for a
+        UNIQUE stream instead, in the same job, how often the most repeated hash of the UNIQUE columns
+        occurs in the part (``most``)."""
         if not definition.unique:
-            return batch.groupBy(subscript.alias("s")).count().collect()
+            return batch.groupBy(subscript.alias("s")).agg(*part_fingerprint(subscript)) \
+                .withColumnRenamed("rows", "count").collect()
         hashed = F.xxhash64(*[F.col(quote_name(c)) for c in definition.unique]).alias("k")
         return batch.groupBy(subscript.alias("s"), hashed).count() \
             .groupBy("s").agg(F.sum("count").alias("count"), F.max("count").alias("most")).collect()
@@ -303,11 +312,18 @@ class Ingester:
         return rows
 
 
+def _fingerprint(counts: list) -> tuple[int, int, int]:
+    """``part_fingerprint`` of the counted batch, from its per-part counts."""
+    return sum(row["count"] for row in counts), sum(row["hi"] for row in counts), sum(row["lo"] for row in counts)
+
+
 def repeatable(frame: DataFrame) -> bool:
-    """Whether two reads of ``frame`` give the same rows, so a batch can be counted and checked in one
-    job and written in another without caching it in between (the cache costs about as much as the
+    """Whether two reads of ``frame`` should give the same rows, so a batch can be counted and checked in
+    one job and written in another without caching it in between (the cache costs about as much as the
     write: docs/benchmarks.md). Spark flags plans with nondeterministic expressions (``rand()``, a
-    nondeterministic UDF); on Spark Connect the plan is not at hand, so the batch is cached."""
+    nondeterministic UDF); on Spark Connect the plan is not at hand, so the batch is cached. Spark
+    does not flag ``now()`` or a source that changes, so the write compares its rows per part with
+    the counted ones and redoes the batch from a cache if they differ."""
     if is_connect_session(frame.sparkSession):
         return False
     return bool(frame._jdf.queryExecution().analyzed().deterministic())

@@ -45,6 +45,14 @@ def part_stamp(seconds: int) -> Column:
     return F.timestamp_seconds(F.element_at(F.array(F.lit(seconds)), index))
 
 
+def part_fingerprint(subscript: Column) -> list[Column]:
+    """Aggregates whose values (row count, sums of the halves of each row's part hash) match between
+    two reads of a batch only if both put the same number of rows in every part."""
+    hashed = F.xxhash64(subscript)
+    return [F.count(F.lit(1)).alias("rows"), F.sum(F.shiftright(hashed, 32)).alias("hi"),
+            F.sum(hashed.bitwiseAND(F.lit(0xFFFFFFFF))).alias("lo")]
+
+
 def stored_schema(definition: ObjectDef) -> StructType:
     """The physical schema: the logical one plus PART_TIMESTAMP for partitioned objects."""
     schema = definition.schema
@@ -118,12 +126,16 @@ class PartStore:
         for key in [k for k in self.cache if k[0] == definition.id]:
             del self.cache[key]
 
-    def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> None:
-        """Write a stream batch into ``folder``, one sub-folder per part (``__part=<subscript>``), in one job."""
+    def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> tuple[int, int, int]:
+        """Write a stream batch into ``folder``, one sub-folder per part (``__part=<subscript>``), in one job;
+        returns the written rows' ``part_fingerprint``."""
         length = definition.partition_length
         out = frame.withColumn(PART_COLUMN, F.expr(subscript_sql(quote_name(definition.timestamp_column), length)))
         out = out.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length)))
-        out.write.partitionBy(PART_COLUMN).parquet(self.fs.uri(folder))
+        observed = Observation()
+        out.observe(observed, *part_fingerprint(F.col(PART_COLUMN))).write.partitionBy(PART_COLUMN) \
+            .parquet(self.fs.uri(folder))
+        return observed.get["rows"], observed.get["hi"] or 0, observed.get["lo"] or 0
 
     def write_table(self, definition: ObjectDef, frame: DataFrame, folder: str) -> int:
         """Write dimension-table rows into ``folder``; returns the row count."""
