@@ -41,7 +41,7 @@ def test_run_the_example_file(viewdf_run):
     code, out, err = viewdf_run(EXAMPLE)
     assert code == 0, err
     assert "Created view View2 (PARTITION LENGTH 60)." in out
-    assert "Inserted 10 rows into 7 part(s) of M; 14 view part(s) computed." in out
+    assert "Inserted 10 rows into 7 parts of M; 14 view parts computed." in out
     assert re.search(r"10\.0\.0\.1\s+10\.0\.0\.2\s+4\s+71\s+2015-01-01 10:04:00", out)
     assert re.search(r"10\.0\.0\.1\s+10\.0\.0\.2\s+5\s+87\s+2015-01-01 10:05:00", out)
     assert "(2 rows)" in out and "(7 rows)" in out

@@ -10,13 +10,18 @@ import textwrap
 from pathlib import Path
 from typing import NamedTuple
 
+import nbformat
+import pandas as pd
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
 from IPython.utils.capture import CapturedIO, capture_output
 from pyspark.sql import DataFrame
-from traitlets.config import Config
+from shells import magic_shell
 
 from test_paper_example import LOSSES, PAPER_DDL
+from viewdf_magic.errors import ViewDFError
 
 PAPER_INSERT = "INSERT INTO M VALUES " + ",\n  ".join(
     f"(TIMESTAMP '2015-01-01 10:0{minute}:00', '10.0.0.1', '10.0.0.2', {loss})"
@@ -45,12 +50,7 @@ class Paper(NamedTuple):
 @pytest.fixture(scope="module")
 def paper(spark, tmp_path_factory) -> Paper:
     """An IPython shell on the test session's ``spark`` whose current warehouse holds the paper example."""
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config)
-    ip.user_ns["spark"] = spark
-    ip.run_line_magic("load_ext", "viewdf_magic")
-    ip.run_line_magic("config", "ViewDF.progress = False")
+    ip = magic_shell(spark)
     warehouse = tmp_path_factory.mktemp("magic") / "wh"
     with capture_output() as captured:
         ip.run_cell(f"%%viewdf --warehouse {warehouse}\n{PAPER_DDL}")
@@ -77,6 +77,26 @@ def run(shell: InteractiveShell, cell: str) -> tuple[str, CapturedIO]:
     return shown(captured), captured
 
 
+def returned(shell: InteractiveShell, cell: str) -> tuple[object, dict[str, str]]:
+    """What a cell returned (its Out value) and IPython's formats of it (text/plain, text/html)."""
+    with capture_output():
+        outcome = shell.run_cell(cell)
+    assert outcome.success, outcome.error_in_exec
+    formats, _ = shell.display_formatter.format(outcome.result)
+    return outcome.result, formats
+
+
+def fail(shell: InteractiveShell, cell: str) -> str:
+    """Run a cell that must fail with one ViewDFError shown without a traceback; what it showed."""
+    with capture_output() as captured:
+        outcome = shell.run_cell(cell)
+    text = shown(captured)
+    assert not outcome.success, text
+    assert isinstance(outcome.error_in_exec, ViewDFError), repr(outcome.error_in_exec)
+    assert "Traceback" not in text and "File \"" not in text
+    return text
+
+
 @pytest.fixture
 def displaylimit(shell):
     """Set ``%config ViewDF.displaylimit`` for one test."""
@@ -90,7 +110,7 @@ def test_setup_cells_report_what_they_did(paper):
     text = paper.setup_output
     assert "Created stream M (PARTITION LENGTH 60, TIMESTAMP ts)." in text
     assert "Created view View2 (PARTITION LENGTH 60)." in text
-    assert "Inserted 7 rows into 7 part(s) of M; 14 view part(s) computed." in text
+    assert "Inserted 7 rows into 7 parts of M; 14 view parts computed." in text
     assert re.search(r"Computed 14 view part\(s\) in [\d.]+ s: Helper\[2015-01-01 10:00:00 \.\. 10:06:00\], "
                      r"View2\[2015-01-01 10:00:00 \.\. 10:06:00\]", text)
     assert "Traceback" not in text
@@ -106,10 +126,11 @@ def test_cell_shows_the_paper_rows(shell):
 
 def test_rows_beyond_displaylimit_are_cut_with_a_notice(shell, displaylimit):
     displaylimit(3)
-    text, captured = run(shell, "%%viewdf\nSELECT * FROM M ORDER BY ts")
+    _, formats = returned(shell, "%%viewdf\nSELECT * FROM M ORDER BY ts")
+    text = formats["text/plain"]
     assert f"Showing the first 3 rows; {CUT}" in text
     assert len(re.findall(r"2015-01-01 10:0\d:00\s+10\.0\.0\.1", text)) == 3
-    assert "Showing the first 3 rows" in captured.outputs[0].data["text/html"]
+    assert "Showing the first 3 rows" in formats["text/html"]
 
 
 @pytest.mark.parametrize("limit", [7, 0, None])
@@ -164,24 +185,82 @@ def test_explain_after_create_view_shows_the_fsm(shell, elsewhere):
     assert html.count("<svg") == 1 and "b[i].x &gt; b[i-1].x" in html
 
 
-def test_error_is_one_positioned_message_without_traceback(shell):
-    text, captured = run(shell, "%%viewdf\nSHOW VIEWS;\nSELECT src,\n  nope FROM View2")
+def test_error_fails_the_cell_with_one_positioned_message_without_traceback(shell):
+    text = fail(shell, "%%viewdf\nSHOW VIEWS;\nSELECT src,\n  nope FROM View2;\nSELECT 'later' || 'statement' AS marker")
     assert "Helper" in text  # the statement before the error still shows its rows
-    assert "at line 3, column 3:" in captured.stderr
-    assert re.search(r"\n\s+nope FROM View2\n\s+\^\^\^\^", captured.stderr)
-    assert "Traceback" not in text
+    assert "at line 3, column 3:" in text
+    assert re.search(r"\n\s+nope FROM View2;\n\s+\^\^\^\^", text)
+    assert "laterstatement" not in text   # the statement after the error did not run
 
 
-def test_runtime_error_is_one_message(shell):
-    text, captured = run(shell, "%viewdf SELECT 1 / 0 AS boom")
-    assert "running the query: Division by zero" in captured.stderr
-    assert "Warning" not in text and "Traceback" not in text
+def test_runtime_error_fails_the_cell_with_one_message(shell):
+    text = fail(shell, "%viewdf SELECT 1 / 0 AS boom")
+    assert "running the query: Division by zero" in text
+    assert "Warning" not in text
 
 
 def test_parse_error_runs_nothing(shell):
-    text, captured = run(shell, "%%viewdf\nSHOW VIEWS;\nSHOW NOTHING")
-    assert "at line 2, column 6:" in captured.stderr and "^" in captured.stderr
-    assert "Helper" not in text and "Traceback" not in text
+    text = fail(shell, "%%viewdf\nSHOW VIEWS;\nSHOW NOTHING")
+    assert "at line 2, column 6:" in text and "^" in text
+    assert "Helper" not in text
+
+
+@pytest.mark.parametrize("statement,suggestion", [
+    ("CREAT STREAM S (ts TIMESTAMP) PARTITION LENGTH 60", "found 'CREAT'; did you mean CREATE?"),
+    ("CREATE VIEW V AS INITIALISE V[i] AS SELECT * FROM M[i] UPDATE V[j] AS SELECT * FROM M[j]",
+     "found 'INITIALISE'; did you mean INITIALIZE?"),
+    ("CREATE VIEW V AS INITIALIZE V[i] AS SELECT * FROM M[i] UPDAT V[j] AS SELECT * FROM M[j]",
+     "found 'UPDAT'; did you mean UPDATE?"),
+    ("CREATE STREM S (ts TIMESTAMP) PARTITION LENGTH 60", "found 'STREM'; did you mean STREAM?"),
+    ("SELEC * FROM M", "found 'SELEC'; did you mean SELECT?"),
+])
+def test_misspelt_keywords_get_a_suggestion(shell, statement, suggestion):
+    text = fail(shell, f"%%viewdf\n{statement}")
+    assert suggestion in text and "at line 1, column" in text
+
+
+def test_unknown_words_get_no_suggestion(shell):
+    text = fail(shell, "%viewdf FROBNICATE M")
+    assert "found 'FROBNICATE'" in text and "did you mean" not in text
+
+
+def test_errors_found_while_computing_parts_point_into_the_cell(shell, elsewhere):
+    run(shell, f"%viewdf --warehouse {elsewhere}")
+    cell = ("%%viewdf\nSHOW STREAMS; -- first the streams\n"
+            "CREATE STREAM D (ts TIMESTAMP, x INT) PARTITION LENGTH 60;\n"
+            "INSERT INTO D VALUES (TIMESTAMP '2020-01-01 00:00:00', 0);\n"
+            "CREATE VIEW Inverse AS INITIALIZE Inverse[i] AS SELECT 1 / x AS y FROM D[i]\n"
+            "  UPDATE Inverse[j] AS SELECT 1 / x AS y FROM D[j]")
+    text = fail(shell, cell)
+    # Found while computing Inverse's first part from its stored definition: the position is the cell's.
+    assert "computing Inverse[26297280] (INITIALIZE): Division by zero" in text
+    assert "at line 4, column 56:" in text
+    assert "\n    CREATE VIEW Inverse AS INITIALIZE Inverse[i] AS SELECT 1 / x AS y FROM D[i]\n" + " " * 59 + "^^^^^" in text
+    # Found while parsing: also the cell's position.
+    text = fail(shell, "%%viewdf\nSHOW STREAMS; -- first the streams\n\nSELECT 1 FROM D WHERE")
+    assert "at line 3, column" in text
+
+
+def test_a_failing_statement_fails_the_cell_in_a_notebook_run(tmp_path):
+    """Run All (nbclient, as papermill) stops at the failing %%viewdf cell; later cells do not run."""
+    marker = tmp_path / "after.txt"
+    notebook = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("%load_ext viewdf_magic"),
+        nbformat.v4.new_code_cell(f"%%viewdf --warehouse {tmp_path / 'wh'}\n"
+                                  "CREAT STREAM M (ts TIMESTAMP) PARTITION LENGTH 60"),
+        nbformat.v4.new_code_cell(f"open({str(marker)!r}, 'w').write('ran')"),
+    ])
+    client = NotebookClient(notebook, timeout=120, kernel_name="python3", allow_errors=False)
+    with pytest.raises(CellExecutionError) as failure:
+        client.execute()
+    assert "did you mean CREATE?" in str(failure.value)
+    assert not marker.exists()
+    error = [o for o in notebook.cells[1].outputs if o.output_type == "error"]
+    assert len(error) == 1
+    shown_lines = "\n".join(error[0].traceback)
+    assert "at line 1, column 1:" in shown_lines and "^^^^^" in shown_lines
+    assert "Traceback" not in shown_lines and "File " not in shown_lines
+    assert notebook.cells[2].outputs == [] and notebook.cells[2].get("execution_count") is None
 
 
 def test_config_lists_the_options(shell):
@@ -218,8 +297,8 @@ CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v +
 INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:00:00', 41), (TIMESTAMP '2015-01-01 10:01:00', 41);
 STEP V 2""")
     assert "Computed 2 view part(s)." in text
-    assert "V[23668441] (2015-01-01 10:01:00) UPDATE: 1 rows" in text
-    assert "S[j] = S[23668441] (2015-01-01 10:01:00, 1 rows)" in text
+    assert "V[23668441] (2015-01-01 10:01:00) UPDATE: 1 row in " in text
+    assert "S[j] = S[23668441] (2015-01-01 10:01:00, 1 row)" in text
     assert "SELECT v + 1 AS v FROM S[23668441]" in text and re.search(r"rows:\n\s+v\n\s+42", text)
 
 
@@ -248,7 +327,7 @@ CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v +
     text, _ = run(shell, "%viewdf pending")
     assert re.search(r"V\s+23668440\s+2015-01-01 10:00:00\s+INITIALIZE\s+S\[i\]\s+S\[23668440\]\s+True\s+True", text)
     text, _ = run(shell, "%viewdf step V --plan")
-    assert "V[23668440] (2015-01-01 10:00:00) INITIALIZE: 1 rows" in text and "Physical Plan" in text
+    assert "V[23668440] (2015-01-01 10:00:00) INITIALIZE: 1 row in " in text and "Physical Plan" in text
     text, _ = run(shell, "%viewdf step --all")
     assert "Computed 1 view part(s)." in text
     text, _ = run(shell, "%viewdf maintenance auto")
@@ -324,3 +403,83 @@ def test_real_ipython_in_a_terminal(terminal_ipython):
     assert "Created view View2" in out
     assert paper_row(4, 71).search(out) and paper_row(5, 87).search(out)
     assert "Traceback" not in out + err
+
+
+def test_a_final_query_is_the_value_of_the_line_and_of_the_cell(shell, spark, displaylimit):
+    displaylimit(2)
+    value, formats = returned(shell, "%viewdf SELECT loss FROM M WHERE loss > 14 ORDER BY loss")
+    assert isinstance(value, DataFrame) and value.sparkSession is spark
+    assert [row.loss for row in value.collect()] == [15, 16, 20, 24]
+    assert f"Showing the first 2 rows; {CUT}" in formats["text/plain"]
+    assert "<td>15</td>" in formats["text/html"] and "<td>20</td>" not in formats["text/html"]
+    value, _ = returned(shell, "%%viewdf\nSHOW STREAMS;\nSELECT max(loss) AS peak FROM M")
+    assert [row.peak for row in value.collect()] == [24]
+    value, _ = returned(shell, "%%viewdf\nSELECT 1 AS one;\nSHOW STREAMS")      # a query, but not the last
+    assert value is None
+
+
+def test_assignment_from_the_line_magic(shell):
+    run(shell, "peaks = %viewdf SELECT src, max(loss) AS peak FROM M GROUP BY src")
+    assert [tuple(row) for row in shell.user_ns["peaks"].collect()] == [("10.0.0.1", 24)]
+
+
+def test_other_spark_dataframes_keep_their_own_display(shell, spark):
+    _, formats = returned(shell, "%viewdf SELECT 1 AS one")
+    assert "(1 row)" in formats["text/plain"]
+    other = spark.range(3)
+    formats, _ = shell.display_formatter.format(other)
+    assert formats["text/plain"] == "DataFrame[id: bigint]" and "text/html" not in formats
+
+
+def test_autopandas_returns_and_stores_pandas(shell):
+    shell.run_line_magic("config", "ViewDF.autopandas = True")
+    try:
+        value, _ = returned(shell, "%viewdf SELECT loss FROM M ORDER BY loss")
+        run(shell, "%viewdf -o shown SHOW VIEWS")
+    finally:
+        shell.run_line_magic("config", "ViewDF.autopandas = False")
+    assert isinstance(value, pd.DataFrame) and value["loss"].tolist() == sorted(LOSSES)
+    assert isinstance(shell.user_ns["shown"], pd.DataFrame)
+    assert sorted(shell.user_ns["shown"]["name"]) == ["Helper", "View2"]
+
+
+def test_capture_stores_the_rows_instead_of_showing_them(shell):
+    value, _ = returned(shell, "%%viewdf high <<\nSELECT loss FROM M WHERE loss >= 20 ORDER BY loss")
+    assert value is None
+    assert [row.loss for row in shell.user_ns["high"].collect()] == [20, 24]
+    text, _ = run(shell, "%viewdf low << SELECT loss FROM M WHERE loss < 10 ORDER BY loss")
+    assert [row.loss for row in shell.user_ns["low"].collect()] == [6, 7]
+    assert "(2 rows)" not in text
+    # << inside a statement is Spark's shift, not a capture
+    value, _ = returned(shell, "%viewdf SELECT 1 << 3 AS shifted")
+    assert [row.shifted for row in value.collect()] == [8]
+
+
+def test_help_lists_options_statements_and_commands(shell):
+    for line in ("%viewdf --help", "%viewdf -h", "%%viewdf --help\nSELECT 1"):
+        text, _ = run(shell, line)
+        assert "--warehouse PATH" in text and "-o VAR" in text and "--explain" in text
+        assert "CREATE [OR REPLACE] VIEW [IF NOT EXISTS]" in text and "%viewdf replay STREAM --from" in text
+        assert "autopandas" in text
+
+
+def test_options_are_not_abbreviated(shell, paper, tmp_path):
+    with capture_output() as captured:
+        outcome = shell.run_cell(f"%%viewdf --warehous {tmp_path / 'typo'}\nSHOW STREAMS")
+    assert not outcome.success and "unrecognized arguments: --warehous" in captured.stderr
+    assert not (tmp_path / "typo").exists()
+
+
+def test_verify_leaves_max_difference_empty_when_compared_exactly(shell, elsewhere):
+    run(shell, f"""%%viewdf --warehouse {elsewhere}
+CREATE STREAM S (ts TIMESTAMP, v INT) PARTITION LENGTH 60;
+INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:00:00', 1), (TIMESTAMP '2015-01-01 10:01:00', 2);
+CREATE VIEW Twice AS INITIALIZE Twice[i] AS SELECT 2 * v AS w FROM S[i] UPDATE Twice[j] AS SELECT 2 * v AS w FROM S[j]
+  RECOMPUTE Twice[k] AS SELECT 2 * v AS w FROM S[k]""")
+    text, captured = run(shell, "%viewdf VERIFY VIEW Twice")
+    assert "Twice: all 2 part(s) equal their recomputation." in text
+    html = captured.outputs[0].data["text/html"]
+    cells = re.findall(r"<td>(.*?)</td>", html)
+    assert cells == ["23668440", "2015-01-01 10:00:00", "1", "0", "0", "", "True",
+                     "23668441", "2015-01-01 10:01:00", "1", "0", "0", "", "True"]
+    assert re.search(r"23668440\s+2015-01-01 10:00:00\s+1\s+0\s+0\s+True", text) and "NaN" not in text

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from IPython.core.interactiveshell import InteractiveShell
 from IPython.utils.capture import capture_output
-from traitlets.config import Config
+from shells import magic_shell
 
 from oracles import cumulative_totals, loss_rows, rows
 from viewdf_magic import ViewDFError
@@ -275,12 +275,7 @@ def test_the_replay_plot_follows_its_timings(network):
 
 def viewdf_shell(spark, warehouse) -> InteractiveShell:
     """The IPython shell with the magics loaded on ``spark``, ``warehouse``'s path current."""
-    config = Config()
-    config.HistoryManager.hist_file = ":memory:"
-    ip = InteractiveShell.instance(config=config)
-    ip.user_ns["spark"] = spark
-    ip.run_line_magic("load_ext", "viewdf_magic")
-    ip.run_line_magic("config", "ViewDF.progress = False")
+    ip = magic_shell(spark)
     with capture_output():
         ip.run_line_magic("viewdf", f"--warehouse {warehouse.path}")
     return ip

@@ -98,8 +98,8 @@ def test_step_report_names_resolved_parts_and_row_counts(warehouse):
                                                     "sum_loss": 27}]
     assert "Physical Plan" in report.plan
     text = report.text()
-    assert f"Helper[j-1] = Helper[{FIRST + 1}] (2015-01-01 10:01:00, 1 rows)" in text
-    assert "<b>Helper[23668442] (2015-01-01 10:02:00) UPDATE: 1 rows" in report._repr_html_()
+    assert f"Helper[j-1] = Helper[{FIRST + 1}] (2015-01-01 10:01:00, 1 row)" in text
+    assert "<b>Helper[23668442] (2015-01-01 10:02:00) UPDATE: 1 row in " in report._repr_html_()
 
 
 def test_stepping_in_any_legal_order_equals_auto_mode(make_warehouse):
@@ -132,7 +132,7 @@ def test_switching_back_to_auto_drains_the_queue(warehouse):
     assert [str(r) for r in warehouse.history()][:2] == [
         f"Helper[{FIRST}] (2015-01-01 10:00:00) INITIALIZE: 0 rows in {warehouse.history()[0].seconds:.3f}s, "
         f"read M[{FIRST}]",
-        f"Helper[{FIRST + 1}] (2015-01-01 10:01:00) UPDATE: 1 rows in {warehouse.history()[1].seconds:.3f}s, "
+        f"Helper[{FIRST + 1}] (2015-01-01 10:01:00) UPDATE: 1 row in {warehouse.history()[1].seconds:.3f}s, "
         f"read M[{FIRST + 1}], Helper[{FIRST}]"]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 
 class ViewDFError(Exception):
     """A user-facing error: one clear message, and where in the input it happened.
@@ -34,11 +36,14 @@ class ViewDFError(Exception):
         return self.position - (self.text.rfind("\n", 0, self.position) + 1) + 1
 
     def located(self, text: str, offset: int) -> "ViewDFError":
-        """Re-anchor an error raised on a fragment into the enclosing ``text``."""
+        """The same error (same type), re-anchored from a piece of ``text`` starting at ``offset`` into
+        ``text`` itself."""
         if self.position is None or self.text is None:
             return self
-        end = None if self.end is None else self.end + offset
-        return ViewDFError(self.message, text=text, position=self.position + offset, end=end)
+        moved = copy.copy(self)
+        moved.text, moved.position = text, self.position + offset
+        moved.end = None if self.end is None else self.end + offset
+        return moved
 
     def __str__(self) -> str:
         if self.line is None:

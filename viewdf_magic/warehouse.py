@@ -27,8 +27,10 @@ from .translation.pattern_query import find_pattern
 from .commands.ingest import (MAX_NEW_PARTS, IngestReport, Ingester, conform_by_name, conform_by_position,
                               stream_schema_check)
 from .errors import ViewDFError
+from .wording import plural
 from .language import statements as st
 from .language.parser import VACUUM_RETAIN_SECONDS, parse
+from .language.source import Fragment
 from .language.queries import CompiledQuery, RefKind, Scope, compile_query
 from .maintainer.compare import DEFAULT_TOLERANCE, Comparison, compare_rows
 from .maintainer.execute import explain_text
@@ -361,11 +363,45 @@ class Warehouse:
     # -- statements ----------------------------------------------------------------------
     def _dispatch(self, statement: st.Statement) -> Result:
         handler = getattr(self, f"_run_{type(statement).__name__}")
-        return handler(statement)
+        try:
+            return handler(statement)
+        except ViewDFError as error:
+            # Parts are computed from the stored definition, so errors found then point into the statement
+            # alone; when it is this statement, point into the whole text it was written in.
+            fragment = statement.fragment
+            if error.text is not None and error.text != fragment.source and error.text == fragment.text:
+                raise error.located(fragment.source, fragment.start) from None
+            raise
 
     def _check_new_name(self, statement: st.Statement, name: st.Name) -> None:
         if self.catalog.get(name.text) is not None or name.key == CATALOG_VIEW:
             raise statement.fragment.error(f"'{name.text}' already exists", name.start, name.end)
+
+    def _unchanged(self, statement: st.CreateStream | st.CreateTable | st.CreateViewDF | st.CreateQueryView,
+                   kind: str) -> Result | None:
+        """``IF NOT EXISTS`` or ``OR REPLACE`` naming an object that exists: a Result saying nothing changed
+        when its definition is the same; an error when IF NOT EXISTS meets another definition; None when
+        the statement goes on (to create, or to replace)."""
+        creation, name = statement.creation, statement.name
+        existing = self.catalog.get(name.text)
+        if existing is None or not (creation.if_not_exists or creation.or_replace):
+            return None
+        if existing.kind != kind:
+            raise statement.fragment.error(f"'{existing.name}' is a {existing.kind}, not a {kind}",
+                                           name.start, name.end)
+        if existing.owner:
+            raise statement.fragment.error(f"'{existing.name}' is a helper view of {existing.owner}",
+                                           name.start, name.end)
+        stored = parse(existing.origin or existing.definition)[0]
+        if getattr(stored, "creation", None) is not None and stored.creation.signature == creation.signature:
+            return Result(statement, f"{kind.capitalize()} {existing.name} already exists with this definition; "
+                                     f"nothing changed.")
+        if creation.or_replace:
+            return None
+        hint = "CREATE OR REPLACE VIEW redefines it" if kind == "view" else \
+            f"drop it first (DROP {kind.upper()} {existing.name})"
+        raise statement.fragment.error(f"{kind} '{existing.name}' already exists with another definition; {hint}",
+                                       name.start, name.end)
 
     def _schema(self, statement: st.Statement, columns) -> StructType:
         try:
@@ -377,6 +413,9 @@ class Warehouse:
         return schema
 
     def _run_CreateStream(self, statement: st.CreateStream) -> Result:
+        unchanged = self._unchanged(statement, "stream")
+        if unchanged is not None:
+            return unchanged
         self._check_new_name(statement, statement.name)
         schema = self._schema(statement, statement.columns)
         timestamps = [f for f in schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType))]
@@ -431,6 +470,9 @@ class Warehouse:
                       + self._maintenance_note(), steps=steps)
 
     def _run_CreateTable(self, statement: st.CreateTable) -> Result:
+        unchanged = self._unchanged(statement, "table")
+        if unchanged is not None:
+            return unchanged
         self._check_new_name(statement, statement.name)
         if statement.columns is not None:
             schema = self._schema(statement, statement.columns)
@@ -443,7 +485,7 @@ class Warehouse:
         if frame is not None:
             # The rows are written before the table is published, so a failing query leaves nothing behind.
             rows = self.ingester.append_table(definition, frame, statement.query.error, create=True)
-            return Result(statement, f"Created table {definition.name} with {rows} rows.")
+            return Result(statement, f"Created table {definition.name} with {plural(rows, 'row')}.")
         self.catalog.commit([{"op": "create", "object": definition.to_json()}])
         return Result(statement, f"Created table {definition.name}.")
 
@@ -472,15 +514,30 @@ class Warehouse:
         mine = [s for s in steps if s.view == name]
         message = f"Created view {name} ({description})"
         if mine:
-            message += f"; computed {len(mine)} part(s) up to {mine[-1].part_timestamp:%Y-%m-%d %H:%M:%S}"
+            message += f"; computed {plural(len(mine), 'part')} up to {mine[-1].part_timestamp:%Y-%m-%d %H:%M:%S}"
         return Result(statement, message + ".", steps=steps)
 
     def _run_CreateViewDF(self, statement: st.CreateViewDF) -> Result:
-        steps = self._publish([(statement, {})])
-        definition = self.catalog.get(statement.name.text)
-        return self._created(statement, definition.name, f"PARTITION LENGTH {definition.partition_length}", steps)
+        return self._create_view(statement)
 
     def _run_CreateQueryView(self, statement: st.CreateQueryView) -> Result:
+        return self._create_view(statement)
+
+    def _create_view(self, statement: st.CreateViewDF | st.CreateQueryView) -> Result:
+        """CREATE VIEW, with IF NOT EXISTS or OR REPLACE [CASCADE]."""
+        unchanged = self._unchanged(statement, "view")
+        if unchanged is not None:
+            return unchanged
+        old = self.catalog.get(statement.name.text) if statement.creation.or_replace else None
+        return self._define_view(statement) if old is None else self._replace_view(statement, old)
+
+    def _define_view(self, statement: st.CreateViewDF | st.CreateQueryView) -> Result:
+        """Define a new view (a ViewDF, or a query translated into ViewDFs) and compute its parts."""
+        if isinstance(statement, st.CreateViewDF):
+            steps = self._publish([(statement, {})])
+            definition = self.catalog.get(statement.name.text)
+            return self._created(statement, definition.name, f"PARTITION LENGTH {definition.partition_length}",
+                                 steps)
         self._check_new_name(statement, statement.name)
         clause = find_pattern(statement.query)
         if clause is not None:
@@ -490,13 +547,43 @@ class Warehouse:
         steps = self._publish(plan.statements(self.catalog))
         return self._created(statement, statement.name.text, plan.description, steps)
 
+    def _replace_view(self, statement: st.CreateViewDF | st.CreateQueryView, old: ObjectDef) -> Result:
+        """OR REPLACE of a view whose definition changed: drop it, define it anew and compute its parts;
+        with CASCADE, the views reading it are defined again from their own text and recomputed. One
+        catalog transaction: if anything fails, the old views stay as they were."""
+        name = statement.name
+        doomed = self.catalog.downstream(old.name)
+        readers = [d for d in self.catalog.views() if d in doomed[1:] and d.owner is None]
+        if readers and not statement.creation.cascade:
+            names = ", ".join(d.name for d in readers)
+            raise statement.fragment.error(
+                f"cannot replace {old.name}: {names} read{'s' if len(readers) == 1 else ''} it; "
+                f"CREATE OR REPLACE VIEW {old.name} CASCADE AS ... recomputes {'it' if len(readers) == 1 else 'them'} "
+                f"too", name.start, name.end)
+        with self.catalog.transaction():
+            self._drop_objects(doomed)
+            result = self._define_view(statement)
+            for reader in readers:
+                again = parse(reader.origin or reader.definition)[0]
+                assert isinstance(again, (st.CreateViewDF, st.CreateQueryView))
+                try:
+                    result.steps += self._define_view(again).steps
+                except ViewDFError as error:
+                    raise statement.fragment.error(f"{reader.name}, which reads {old.name}, cannot be defined over "
+                                                   f"the new {old.name}: {error.message}; nothing was replaced",
+                                                   name.start, name.end) from None
+        message = "Replaced" + result.message.removeprefix("Created")
+        if readers:
+            message = message.rstrip(".") + f"; recomputed {', '.join(d.name for d in readers)} (CASCADE)."
+        return Result(statement, message, steps=result.steps)
+
     def _target(self, statement: st.Statement, name: st.Name) -> ObjectDef:
         return self._require(name.text, ("stream", "table"), statement, name)
 
     def _write(self, statement: st.Statement, definition: ObjectDef, frame: DataFrame, error) -> Result:
         if definition.kind == "table":
             rows = self.ingester.append_table(definition, frame, error)
-            return Result(statement, f"Inserted {rows} rows into {definition.name}.")
+            return Result(statement, f"Inserted {plural(rows, 'row')} into {definition.name}.")
         report = self.ingester.append_stream(definition, frame, error)
         report.steps = self._maintain()
         report.repair = self.last_repair
@@ -578,6 +665,14 @@ class Warehouse:
             raise statement.fragment.error(f"cannot drop {definition.name}: {names} depend(s) on it; "
                                            f"use DROP {statement.kind} {definition.name} CASCADE",
                                            statement.name.start, statement.name.end)
+        dropped = self._drop_objects(doomed)
+        return Result(statement, f"Dropped {', '.join(d.name for d in dropped)}. The data files are deleted after "
+                                 f"{format_duration(VACUUM_RETAIN_SECONDS)} (VACUUM RETAIN 0 SECONDS deletes them now).")
+
+    def _drop_objects(self, doomed: list[ObjectDef]) -> list[ObjectDef]:
+        """Drop ``doomed`` (an object and the views reading it) and the helper views they own, readers
+        first; return them in that order."""
+        doomed = list(doomed)
         for item in list(doomed):          # translated views take their helper views with them
             doomed.extend(d for d in self.catalog.objects.values()
                           if d.owner and d.owner.lower() == item.key and d not in doomed)
@@ -587,8 +682,12 @@ class Warehouse:
         for d in ordered:
             self.maintainer.forget(d)
             self.store.forget(d)
-        return Result(statement, f"Dropped {', '.join(d.name for d in ordered)}. The data files are deleted after "
-                                 f"{format_duration(VACUUM_RETAIN_SECONDS)} (VACUUM RETAIN 0 SECONDS deletes them now).")
+        return ordered
+
+    def explain_view(self, view: str) -> Result:
+        """EXPLAIN VIEW of ``view``: how it is maintained, and its next step's query and plans."""
+        with self._reading():
+            return self._run_ExplainView(st.ExplainView(Fragment(view, 0, len(view)), st.Name(view, 0, len(view))))
 
     def _run_ExplainView(self, statement: st.ExplainView) -> Result:
         definition = self._require(statement.name.text, ("view",), statement, statement.name)

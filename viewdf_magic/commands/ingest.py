@@ -25,6 +25,7 @@ from ..maintainer.spark_errors import SPARK_ERRORS, spark_error, summary
 from ..session import is_connect_session
 from ..storage.parts import PART_COLUMN, PartStore, part_fingerprint
 from ..timeparts import format_part, subscript_sql
+from ..wording import plural
 
 MAX_NEW_PARTS = 100_000
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "json",
@@ -47,16 +48,16 @@ class IngestReport:
     failures: list[str] = field(default_factory=list)     # views that could not be maintained
 
     def __str__(self) -> str:
-        text = f"{self.rows} rows into {len(self.parts)} part(s) of {self.stream}"
+        text = f"{plural(self.rows, 'row')} into {plural(len(self.parts), 'part')} of {self.stream}"
         if self.late:
-            text += f" ({self.late_rows} late row(s) into {len(self.late)} earlier part(s))"
+            text += f" ({plural(self.late_rows, 'late row')} into {plural(len(self.late), 'earlier part')})"
         if self.sealed:
-            text += f", {self.sealed} empty part(s) sealed"
+            text += f", {plural(self.sealed, 'empty part')} sealed"
         if self.repair is not None:
             text += f"; late data: {self.repair}"
         computed = sum(1 for step in self.steps if not step.repair)
         if computed:
-            text += f"; {computed} view part(s) computed"
+            text += f"; {plural(computed, 'view part')} computed"
         for failure in self.failures:
             text += f"; {failure}"
         return text

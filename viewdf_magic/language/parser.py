@@ -6,14 +6,17 @@ with sqlglot later, once partition references are rewritten (see ``queries``).
 
 from __future__ import annotations
 
+import difflib
+from typing import Iterable
+
 from sqlglot.tokens import Token, TokenType
 
 from ..errors import ViewDFError
 from ..timeparts import UNIT_SECONDS
 from .source import Fragment
-from .statements import (Alter, CreateQueryView, CreateStream, CreateTable, CreateViewDF, DeltaQuery, Describe,
-                         Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance, Show, Statement,
-                         Step, Vacuum, Verify)
+from .statements import (Alter, CreateQueryView, CreateStream, CreateTable, Creation, CreateViewDF, DeltaQuery,
+                         Describe, Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance, Show,
+                         Statement, Step, Vacuum, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -57,14 +60,17 @@ class _Cursor:
     def expect(self, *words: str) -> None:
         for word in words:
             if not self.accept(word):
-                raise self.error(f"expected {word}")
+                raise self.error(f"expected {word}", choices=(word,))
 
-    def error(self, message: str, token: Token | None = None) -> ViewDFError:
+    def error(self, message: str, token: Token | None = None, choices: Iterable[str] = ()) -> ViewDFError:
+        """``message``, naming the token found there; with ``choices`` (the keywords that would fit),
+        a "did you mean" for a misspelt one."""
         token = token or self.peek()
         if token is None:
             return self.fragment.error(f"{message} at the end of the statement", self.fragment.end)
         found = f"'{token.text}'" if token.token_type != TokenType.STRING else f"'{token.text}' (a string)"
-        return self.fragment.error(f"{message}, found {found}", token.start, token.end + 1)
+        return self.fragment.error(f"{message}, found {found}{_suggestion(token, choices)}",
+                                   token.start, token.end + 1)
 
     def name(self, what: str = "a name") -> Name:
         token = self.peek()
@@ -145,6 +151,22 @@ class _Cursor:
         raise self.error(f"unclosed '(' in {what}", open_token)
 
 
+def _suggestion(token: Token, choices: Iterable[str]) -> str:
+    """``; did you mean CREATE?`` when ``token`` is a word close to one of ``choices``."""
+    if token.token_type in _QUOTED or not token.text.isidentifier():
+        return ""
+    close = difflib.get_close_matches(token.text.upper(), list(choices), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}?" if close and close[0] != token.text.upper() else ""
+
+
+def signature(tokens: list[Token], skipped: Iterable[int] = ()) -> tuple[str, ...]:
+    """A statement's tokens as comparable words: keywords and plain names in upper case, quoted text
+    as written; the tokens at ``skipped`` left out."""
+    left_out = set(skipped)
+    return tuple(f"{token.token_type.name}:{token.text}" if token.token_type in _QUOTED else token.text.upper()
+                 for index, token in enumerate(tokens) if index not in left_out)
+
+
 def parse_statement(statement: TokenStatement) -> Statement:
     """Parse one statement's tokens."""
     cursor = _Cursor(statement)
@@ -157,21 +179,48 @@ def parse_statement(statement: TokenStatement) -> Statement:
     if word in QUERY_STARTS:
         return Query(statement.fragment, statement.fragment)
     raise cursor.error("expected a statement (CREATE, INSERT, LOAD, SELECT, SHOW, DESCRIBE, DROP, "
-                       "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW, ALTER, VACUUM)")
+                       "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW, ALTER, VACUUM)",
+                       choices=[*_HANDLERS, *QUERY_STARTS])
 
 
 def _create(cursor: _Cursor) -> Statement:
+    """``CREATE [OR REPLACE] STREAM|TABLE|[MATERIALIZED] VIEW [IF NOT EXISTS] name [CASCADE] ...``."""
     cursor.expect("CREATE")
-    if cursor.accept("STREAM"):
-        return _create_stream(cursor, cursor.name("a stream name"))
-    if cursor.accept("TABLE"):
-        return _create_table(cursor, cursor.name("a table name"))
-    if cursor.accept("VIEW") or cursor.accept("MATERIALIZED", "VIEW"):
-        return _create_view(cursor, cursor.name("a view name"))
-    raise cursor.error("expected STREAM, TABLE or VIEW after CREATE")
+    modifiers: list[int] = []     # token indices of the words that are not part of the definition
+
+    def accept_modifier(*words: str) -> bool:
+        start = cursor.index
+        if cursor.accept(*words):
+            modifiers.extend(range(start, cursor.index))
+            return True
+        return False
+
+    or_replace = accept_modifier("OR", "REPLACE")
+    kind = next((k for k in ("STREAM", "TABLE", "VIEW") if cursor.accept(k)), None)
+    if kind is None and accept_modifier("MATERIALIZED") and cursor.accept("VIEW"):
+        kind = "VIEW"
+    if kind is None:
+        raise cursor.error("expected STREAM, TABLE or VIEW after CREATE", choices=("STREAM", "TABLE", "VIEW"))
+    if or_replace and kind != "VIEW":
+        raise cursor.fragment.error(f"OR REPLACE is for views: replacing a {kind.lower()} would lose its data; "
+                                    f"drop it first (DROP {kind}), or use IF NOT EXISTS",
+                                    cursor.tokens[modifiers[0]].start, cursor.tokens[modifiers[1]].end + 1)
+    if_not_exists_at = cursor.index
+    if_not_exists = accept_modifier("IF", "NOT", "EXISTS")
+    if or_replace and if_not_exists:
+        raise cursor.fragment.error("use either OR REPLACE or IF NOT EXISTS, not both",
+                                    cursor.tokens[if_not_exists_at].start)
+    name = cursor.name(f"a {kind.lower()} name")
+    cascade = or_replace and accept_modifier("CASCADE")
+    creation = Creation(if_not_exists, or_replace, cascade, signature(cursor.tokens, modifiers))
+    if kind == "STREAM":
+        return _create_stream(cursor, name, creation)
+    if kind == "TABLE":
+        return _create_table(cursor, name, creation)
+    return _create_view(cursor, name, creation)
 
 
-def _create_stream(cursor: _Cursor, name: Name) -> CreateStream:
+def _create_stream(cursor: _Cursor, name: Name, creation: Creation) -> CreateStream:
     columns = cursor.parenthesized("the column list")
     timestamp = None
     length = None
@@ -190,10 +239,11 @@ def _create_stream(cursor: _Cursor, name: Name) -> CreateStream:
             unique = _unique(cursor)
         else:
             raise cursor.error("expected TIMESTAMP <column>, PARTITION LENGTH <seconds>, ALLOWED LATENESS <n> "
-                               "PARTS, RETAIN <n> PARTS or UNIQUE (<columns>) PER PART")
+                               "PARTS, RETAIN <n> PARTS or UNIQUE (<columns>) PER PART",
+                               choices=("TIMESTAMP", "PARTITION", "ALLOWED", "RETAIN", "UNIQUE"))
     if length is None:
         raise cursor.fragment.error("a stream needs a PARTITION LENGTH (in seconds)", name.start, name.end)
-    return CreateStream(cursor.fragment, name, columns, timestamp, length, lateness, retain, unique)
+    return CreateStream(cursor.fragment, name, columns, timestamp, length, lateness, retain, unique, creation)
 
 
 def _unique(cursor: _Cursor) -> tuple[Name, ...]:
@@ -240,22 +290,25 @@ def _alter(cursor: _Cursor) -> Alter:
     return Alter(cursor.fragment, kind, name, option, extent)
 
 
-def _create_table(cursor: _Cursor, name: Name) -> Statement:
+def _create_table(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
     if cursor.accept("AS"):
-        return CreateTable(cursor.fragment, name, None, cursor.rest())
+        return CreateTable(cursor.fragment, name, None, cursor.rest(), creation)
     saved = cursor.index
     columns = cursor.parenthesized("the column list")
     if cursor.peek() is not None:
         # A table with a TIMESTAMP column and PARTITION LENGTH is a stream.
         cursor.index = saved
-        return _create_stream(cursor, name)
-    return CreateTable(cursor.fragment, name, columns, None)
+        return _create_stream(cursor, name, creation)
+    return CreateTable(cursor.fragment, name, columns, None, creation)
 
 
-def _create_view(cursor: _Cursor, name: Name) -> Statement:
+def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
     cursor.expect("AS")
     if not cursor.at("INITIALIZE"):
-        return CreateQueryView(cursor.fragment, name, cursor.rest())
+        first = cursor.peek()
+        if first is not None and first.text.upper() not in QUERY_STARTS and _suggestion(first, ("INITIALIZE",)):
+            raise cursor.error("expected INITIALIZE or a query", choices=("INITIALIZE",))
+        return CreateQueryView(cursor.fragment, name, cursor.rest(), creation)
     clauses: dict[str, DeltaQuery] = {}
     length = length_at = refresh = None
     start_at_latest = False
@@ -276,13 +329,14 @@ def _create_view(cursor: _Cursor, name: Name) -> Statement:
             if refresh < 1:
                 raise cursor.fragment.error("REFRESH EVERY needs a positive number of parts", at)
         else:
-            raise cursor.error("expected UPDATE, RECOMPUTE, PARTITION LENGTH, REFRESH EVERY or START AT LATEST")
+            raise cursor.error("expected UPDATE, RECOMPUTE, PARTITION LENGTH, REFRESH EVERY or START AT LATEST",
+                               choices=("INITIALIZE", "UPDATE", "RECOMPUTE", "PARTITION", "REFRESH", "START"))
     if "UPDATE" not in clauses:
         raise cursor.fragment.error("a ViewDF needs an UPDATE clause", name.start, name.end)
     if refresh is not None and "RECOMPUTE" not in clauses:
         raise cursor.fragment.error("REFRESH EVERY n PARTS needs a RECOMPUTE clause", name.start, name.end)
     return CreateViewDF(cursor.fragment, name, clauses["INITIALIZE"], clauses["UPDATE"],
-                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh)
+                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh, creation)
 
 
 def _clause_end(cursor: _Cursor) -> int:
@@ -296,8 +350,8 @@ def _clause_end(cursor: _Cursor) -> int:
         elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
             depth -= 1
         elif depth == 0 and token.token_type not in _QUOTED:
-            word = token.text.upper()
-            if word in ("UPDATE", "RECOMPUTE", "INITIALIZE") and \
+            heads = ("UPDATE", "RECOMPUTE", "INITIALIZE")      # a misspelt head also ends it, to be reported
+            if (token.text.upper() in heads or _suggestion(token, heads)) and \
                     index + 2 < len(tokens) and tokens[index + 2].token_type == TokenType.L_BRACKET:
                 return index
             if cursor.at("PARTITION", "LENGTH", index=index) or cursor.at("START", "AT", "LATEST", index=index) \

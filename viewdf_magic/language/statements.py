@@ -26,6 +26,22 @@ class Statement:
 
 
 @dataclass(frozen=True)
+class Creation:
+    """How a CREATE treats an object that already exists.
+
+    ``IF NOT EXISTS``: nothing happens when the same definition exists. ``OR REPLACE`` (views): the
+    view is redefined and recomputed when its definition changed; ``CASCADE`` also recomputes the
+    views reading it. ``signature`` is the statement's tokens without these words, so two
+    definitions are the same when they differ only in spacing, comments and keyword case.
+    """
+
+    if_not_exists: bool = False
+    or_replace: bool = False
+    cascade: bool = False
+    signature: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Extent:
     """A number of parts (``3 PARTS``) or a duration in seconds (``2 HOURS``), as written."""
 
@@ -47,6 +63,7 @@ class CreateStream(Statement):
     lateness: Extent | None = None   # ALLOWED LATENESS: older rows are refused (None: any late row is repaired)
     retain: Extent | None = None     # RETAIN: older parts are dropped (None: kept)
     unique: tuple[Name, ...] = ()    # UNIQUE (..) PER PART: no two rows of a part share these values
+    creation: Creation = Creation()
 
 
 @dataclass(frozen=True)
@@ -66,6 +83,7 @@ class CreateTable(Statement):
     name: Name
     columns: Fragment | None
     query: Fragment | None
+    creation: Creation = Creation()
 
 
 @dataclass(frozen=True)
@@ -90,6 +108,7 @@ class CreateViewDF(Statement):
     partition_length_at: int | None
     start_at_latest: bool
     refresh_every: int | None = None      # REFRESH EVERY n PARTS: run RECOMPUTE instead of UPDATE
+    creation: Creation = Creation()
 
 
 @dataclass(frozen=True)
@@ -98,6 +117,7 @@ class CreateQueryView(Statement):
 
     name: Name
     query: Fragment
+    creation: Creation = Creation()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from typing import Callable
 import pandas as pd
 
 from ..catalog.model import LineageRange
+from ..wording import plural
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,7 @@ class ReferenceReport:
         when = f"{self.first_timestamp:%Y-%m-%d %H:%M:%S}"
         if self.last_timestamp is not None and self.last_timestamp != self.first_timestamp:
             when += f" .. {self.last_timestamp:%Y-%m-%d %H:%M:%S}"
-        return f"{self.written} = {self.resolved} ({when}, {self.rows} rows)"
+        return f"{self.written} = {self.resolved} ({when}, {plural(self.rows or 0, 'row')})"
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,7 @@ class StepReport:
     def title(self) -> str:
         repair = f" after late data ({self.repair})" if self.repair else ""
         return (f"{self.view}[{self.subscript}] ({self.part_timestamp:%Y-%m-%d %H:%M:%S}) "
-                f"{self.how.upper()}{repair}: {self.rows} rows in {self.seconds:.3f}s")
+                f"{self.how.upper()}{repair}: {plural(self.rows, 'row')} in {self.seconds:.3f}s")
 
     def __str__(self) -> str:
         read = ", ".join(r.text for r in self.lineage) or "nothing"

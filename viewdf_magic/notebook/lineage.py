@@ -20,6 +20,7 @@ from ..errors import ViewDFError
 from ..language.parser import parse
 from ..timeparts import format_part
 from ..warehouse import Warehouse
+from ..wording import plural
 
 WIDTHS = (12, 24, 48, 96)          # zoom levels: columns shown
 PREVIEW_ROWS = 20
@@ -240,7 +241,7 @@ class LineageViewer:
         else:
             return "none", f"{label}: no part"
         rows = meta.rows if meta is not None else 0
-        return kind, f"{label}: {rows} rows"
+        return kind, f"{label}: {plural(rows, 'row')}"
 
     def _details(self, definition: ObjectDef, subscript: int) -> str:
         meta = self.warehouse.catalog.state(definition.name).parts.get(subscript)

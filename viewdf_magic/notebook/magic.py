@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
+from collections import OrderedDict
 
 import pandas as pd
 import pyarrow as pa
@@ -17,8 +19,8 @@ from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
 from ..catalog.filesystem import qualify
 from ..errors import ViewDFError
+from ..language.parser import parse
 from ..language.statements import CreateQueryView, CreateViewDF, Query
-from ..language.tokens import quote_name
 from ..maintainer.execute import explain_text
 from ..session import connect_session, is_spark_session
 from ..warehouse import Result, Warehouse
@@ -28,6 +30,43 @@ from .render import ResultView, error_text
 from .replay import Replay
 
 ALL_ROWS_HINT = "Set %config ViewDF.displaylimit = 0 or use -o VAR to get them all."
+RETURNED_RESULTS = 32      # query results the magics returned whose display they still know
+CAPTURE = re.compile(r"(?P<options>.*?)(?:^|\s)(?P<variable>[A-Za-z_]\w*)\s*<<(?P<rest>.*)", re.DOTALL)
+STATEMENTS_HELP = """\
+Statements (';'-separated in a cell; see docs/language.md):
+  CREATE [OR REPLACE] VIEW [IF NOT EXISTS] v [CASCADE] AS INITIALIZE v[i] AS ... UPDATE v[j] AS ...
+  CREATE VIEW v AS SELECT ... FROM S PATTERN [...] | FROM S [WINDOW w] ...   (translated into ViewDFs)
+  CREATE STREAM [IF NOT EXISTS] s (...) PARTITION LENGTH n;   CREATE TABLE [IF NOT EXISTS] t ...
+  INSERT INTO s ...;  LOAD 'path' INTO s;  SELECT ...;  SHOW STREAMS|VIEWS|TABLES|PARTS x|PENDING
+  DESCRIBE x;  EXPLAIN VIEW v;  VERIFY VIEW v;  DROP STREAM|VIEW|TABLE [IF EXISTS] x [CASCADE]
+  SEAL s THROUGH 'ts';  ALTER STREAM|VIEW x SET ...;  SET MAINTENANCE AUTO|MANUAL;  STEP ...;  VACUUM
+Line-magic commands:
+  %viewdf pending | maintenance manual|auto | step [VIEW] [-n N] [--plan] [--all]
+  %viewdf replay STREAM --from SOURCE [--views V,W] [--naive] [--speed N]
+  %viewdf lineage [VIEW] [--width N]
+  %viewdf connect --master URL | --remote sc://HOST:PORT [--conf KEY=VALUE] [--warehouse PATH]
+Results: x = %viewdf SELECT ... returns the rows (a Spark DataFrame; pandas with
+%config ViewDF.autopandas = True); %%viewdf x << stores the last rows in x instead of showing them.
+"""
+
+
+class StatementFailed(ViewDFError):
+    """A statement's error raised out of a magic, so the cell fails (Run All stops there), shown as
+    its message and caret without a Python traceback, as IPython shows a UsageError."""
+
+    color = True
+
+    def _render_traceback_(self) -> list[str]:
+        return error_text(self, self.color).splitlines()
+
+
+def failed(error: ViewDFError, color: bool) -> StatementFailed:
+    """``error`` as a StatementFailed (in red when ``color``)."""
+    shown = StatementFailed(error.message, text=error.text, position=error.position, end=error.end)
+    shown.color = color
+    return shown
+
+
 
 
 @magics_class
@@ -40,10 +79,13 @@ class ViewDF(Magics):
         "Warehouse used when no --warehouse was given; relative paths are relative to the "
         "working directory.")).tag(config=True)
     progress = Bool(True, help="Show a progress bar while maintenance computes many view parts.").tag(config=True)
+    autopandas = Bool(False, help=(
+        "Return and store (-o, <<) query results as pandas DataFrames instead of Spark DataFrames.")).tag(config=True)
 
     def __init__(self, shell) -> None:  # type: ignore[no-untyped-def]
         self._open: dict[str, Warehouse] = {}     # by qualified path: one Warehouse object per warehouse
         self._current: str | None = None          # the path last chosen with --warehouse
+        self._returned: OrderedDict[int, tuple[DataFrame, ResultView]] = OrderedDict()   # by id of the frame
         super().__init__(shell=shell)
 
     @validate("displaylimit")
@@ -68,13 +110,21 @@ class ViewDF(Magics):
               help="Store the last rows produced as a Spark DataFrame in the variable VAR.")
     @argument("--explain", action="store_true", help="Also show Spark's logical and physical plans of queries, "
                                                       "and EXPLAIN VIEW of each view the cell creates.")
-    def viewdf(self, line: str, cell: str | None = None) -> Replay | LineageViewer | None:
+    def viewdf(self, line: str, cell: str | None = None) -> object:
         """Run ViewDF statements: those of the cell (``%%viewdf``) or the one on the line (``%viewdf``).
 
-        With no statement, ``%viewdf [--warehouse PATH]`` tells which warehouse is current.
+        A failing statement fails the cell (the statements before it have taken effect). When the last
+        statement is a query, its rows are returned (``x = %viewdf SELECT ...``): a Spark DataFrame, or
+        pandas with ``%config ViewDF.autopandas = True``. ``%%viewdf x <<`` stores the last rows in ``x``
+        instead. With no statement, ``%viewdf [--warehouse PATH]`` tells which warehouse is current.
         ``%viewdf replay ...`` and ``%viewdf lineage ...`` return a widget; ``%viewdf connect
         --master URL | --remote sc://HOST:PORT`` moves the notebook to a cluster or Spark Connect.
+        ``%viewdf --help`` lists the options, statements and commands.
         """
+        if _asks_for_help(line):
+            print(self.viewdf.parser.format_help().rstrip() + "\n\n" + STATEMENTS_HELP)
+            return None
+        line, capture = split_capture(self.viewdf.parser, line, cell is None)
         if cell is None:
             args, text = split_line(self.viewdf.parser, line)
             if text.split()[:1] == ["connect"]:
@@ -86,21 +136,24 @@ class ViewDF(Magics):
             args, text = parse_argstring(self.viewdf, line), cell
         if args.out is not None and not args.out.isidentifier():
             raise UsageError(f"-o needs a Python variable name, not {args.out!r}")
+        store_in = capture or args.out
         try:
+            count = len(parse(text))      # bad input fails here, before a Spark session starts
             warehouse = self._warehouse(args.warehouse)
-            if not text.strip():
+            if not count:
                 print(f"Current warehouse: {warehouse.path}")
-                return
-            last = self._run(warehouse, text, args.explain)
+                return None
+            last, final_query = self._run(warehouse, text, count, args.explain)
+            if store_in is not None:
+                self._store(store_in, warehouse, last)
+            if final_query is None or capture is not None:
+                return None
+            return self._returned_value(final_query)      # its rows are fetched here, so errors fail the cell
         except ViewDFError as error:
-            self._show(error)
-            return
-        if args.out is not None:
-            self._store(args.out, warehouse, last)
+            raise self._failed(error) from None
 
-    def _show(self, error: ViewDFError) -> None:
-        """A ViewDFError as the user sees it: message, position and caret, on stderr."""
-        print(error_text(error, color=self.shell.colors.lower() != "nocolor"), file=sys.stderr)
+    def _failed(self, error: ViewDFError) -> StatementFailed:
+        return failed(error, color=self.shell.colors.lower() != "nocolor")
 
     def _widget(self, path: str | None, text: str) -> Replay | LineageViewer | None:
         """``replay STREAM --from SOURCE ...`` or ``lineage [VIEW]`` on the chosen warehouse."""
@@ -117,8 +170,7 @@ class ViewDF(Magics):
             views = [v.strip() for v in args.views.split(",")] if args.views else None
             return Replay(warehouse, args.stream, self._source(args), views, args.naive, args.speed)
         except ViewDFError as error:
-            self._show(error)
-            return None
+            raise self._failed(error) from None
 
     def _connect(self, path: str | None, text: str) -> None:
         """``connect --master URL | --remote sc://HOST:PORT [--conf KEY=VALUE ...] [--warehouse PATH]``:
@@ -138,8 +190,7 @@ class ViewDF(Magics):
         try:
             warehouse = self._warehouse(args.warehouse or path)
         except ViewDFError as error:
-            self._show(error)
-            return
+            raise self._failed(error) from None
         print(f"Spark {spark.version} on {args.remote or args.master}; warehouse {warehouse.path}")
 
     def _source(self, args: argparse.Namespace) -> Source:
@@ -164,32 +215,72 @@ class ViewDF(Magics):
         candidate = self.shell.user_ns.get("spark")
         return candidate if is_spark_session(candidate) else None
 
-    def _run(self, warehouse: Warehouse, text: str, explain: bool) -> Result | None:
+    def _run(self, warehouse: Warehouse, text: str, count: int,
+             explain: bool) -> tuple[Result | None, Result | None]:
         """Show each statement's outcome as it finishes (with ``explain``: a query's plans first, and
-        after a CREATE VIEW its EXPLAIN VIEW).
+        after a CREATE VIEW its EXPLAIN VIEW), except a query that ends the text: its rows are the
+        magic's value.
 
-        Return the last Result that produced rows.
+        ``count`` is the number of statements in ``text``. Return the last Result that produced rows, and
+        the last statement's Result if it is a query.
         """
         last = None
-        for result in warehouse.run_iter(text):
+        for number, result in enumerate(warehouse.run_iter(text), start=1):
             if explain and isinstance(result.statement, Query):
                 print(explain_text(result.frame, mode="extended"))
-            display(ResultView.of(result, self.displaylimit, ALL_ROWS_HINT))
-            if explain and isinstance(result.statement, (CreateViewDF, CreateQueryView)):
-                for shown in warehouse.run(f"EXPLAIN VIEW {quote_name(result.statement.name.text)}"):
-                    display(ResultView.of(shown, self.displaylimit, ALL_ROWS_HINT))
             if result.has_rows:
                 last = result
-        return last
+            if number == count and isinstance(result.statement, Query):
+                return last, result
+            display(ResultView.of(result, self.displaylimit, ALL_ROWS_HINT))
+            if explain and isinstance(result.statement, (CreateViewDF, CreateQueryView)):
+                display(ResultView.of(warehouse.explain_view(result.statement.name.text), self.displaylimit,
+                                      ALL_ROWS_HINT))
+        return last, None
+
+    def _returned_value(self, result: Result) -> DataFrame | pd.DataFrame:
+        """A final query's rows as the magic returns them: pandas (autopandas), or a Spark DataFrame that
+        IPython displays as the magic shows results (``displaylimit`` rows and a footer, fetched now)."""
+        if self.autopandas:
+            return result.to_pandas()
+        frame = result.frame
+        assert frame is not None
+        view = ResultView.of(result, self.displaylimit, ALL_ROWS_HINT)
+        formatters = self.shell.display_formatter.formatters   # by the concrete class (classic or Connect),
+        formatters["text/html"].for_type(type(frame), self._frame_html)     # which has a __repr__ of its own
+        formatters["text/plain"].for_type(type(frame), self._frame_text)
+        self._returned[id(frame)] = (frame, view)
+        while len(self._returned) > RETURNED_RESULTS:
+            self._returned.popitem(last=False)
+        return frame
+
+    def _view_of(self, frame: DataFrame) -> ResultView | None:
+        found = self._returned.get(id(frame))
+        return found[1] if found is not None and found[0] is frame else None
+
+    def _frame_html(self, frame: DataFrame) -> str | None:
+        """IPython's HTML form of a DataFrame a magic returned (None, for Spark's own form, of others)."""
+        view = self._view_of(frame)
+        return view._repr_html_() if view is not None else None
+
+    def _frame_text(self, frame: DataFrame, printer, cycle: bool) -> None:  # type: ignore[no-untyped-def]
+        view = self._view_of(frame)
+        printer.text(view.text() if view is not None else repr(frame))
 
     def _store(self, name: str, warehouse: Warehouse, result: Result | None) -> None:
         if result is None:
             print(f"No statement produced rows; {name} was not set.", file=sys.stderr)
             return
+        if self.autopandas:
+            self.shell.user_ns[name] = result.to_pandas()
+            return
         frame = result.frame
         if frame is None:   # a pandas table; through Arrow, empty and all-NULL columns get a type too
             frame = warehouse.spark.createDataFrame(pa.Table.from_pandas(result.table, preserve_index=False))
         self.shell.user_ns[name] = frame
+
+
+ViewDF.viewdf.parser.allow_abbrev = False     # --warehous is a typo, not --warehouse
 
 
 def shortcut(text: str) -> str:
@@ -249,6 +340,34 @@ def _subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
 
 
 SUBCOMMAND_PARSERS = _subcommand_parsers()
+
+
+def _asks_for_help(line: str) -> bool:
+    """``-h`` or ``--help`` among the options that lead the line."""
+    for word in line.split():
+        if word in ("-h", "--help"):
+            return True
+        if not word.startswith("-"):
+            return False
+    return False
+
+
+def split_capture(parser: argparse.ArgumentParser, line: str, statement_follows: bool) -> tuple[str, str | None]:
+    """``[options] VAR << [statement]``: the line without ``VAR <<``, and VAR (None when the line has no
+    capture). ``<<`` counts only where the words before VAR are complete options (not SQL's shift)."""
+    match = CAPTURE.match(line)
+    if match is None:
+        return line, None
+    options, variable, rest = match.group("options"), match.group("variable"), match.group("rest")
+    if rest.strip() and not statement_follows:
+        return line, None
+    try:
+        _, leftover = split_line(parser, options)
+    except UsageError:
+        return line, None
+    if leftover:
+        return line, None
+    return f"{options} {rest}", variable
 
 
 def split_line(parser: argparse.ArgumentParser, line: str) -> tuple[argparse.Namespace, str]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from ..errors import ViewDFError
-from ..language.statements import Describe, Step
+from ..language.statements import Describe, Step, Verify
 from ..maintainer.reports import StepReport
 from ..warehouse import Result
 
@@ -72,6 +72,9 @@ class ResultView:
         rows, footer = None, None
         if result.has_rows:
             rows, cut = result.head(None if isinstance(result.statement, Describe) else limit)
+            if isinstance(result.statement, Verify):    # a part compared exactly has no difference to show
+                differences = rows["max_difference"]
+                rows = rows.assign(max_difference=differences.astype(object).where(differences.notna(), ""))
             footer = (f"Showing the first {len(rows)} rows; more exist. {hint}" if cut else
                       f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
         if isinstance(result.statement, Step) and len(result.steps) <= DETAILED_STEPS:
