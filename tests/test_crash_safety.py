@@ -23,7 +23,6 @@ def test_sigkill_at_random_points_loses_nothing_and_recovery_finishes_maintenanc
     write_counts(counts, ARTIFACT)
     print(counts.summary())
     assert counts.kills == KILLS
-    assert counts.kills >= 30 or "VIEWDF_KILLS" in os.environ
     # The kills landed where they matter: while views were created, inside ingests before and after
     # the batch's commit, and in maintenance that the reopen then finished.
     phases = counts.phases

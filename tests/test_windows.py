@@ -201,8 +201,10 @@ def test_double_sums_are_refreshed_and_said_so(warehouse):
     warehouse.ingest("D", data)
     [_, explain] = warehouse.run("CREATE VIEW DV AS SELECT k, sum(v) AS s, avg(v) AS a FROM D [WINDOW 3 MINUTES] "
                                  "GROUP BY k; EXPLAIN VIEW DV")
-    assert "REFRESH EVERY" in warehouse.catalog.get("DV__sum").definition
+    assert "REFRESH EVERY 16 PARTS" in warehouse.catalog.get("DV__sum").definition   # max(16, 4 * 3 parts)
     assert "drift" in explain.detail
+    # the sum helper's own notes (SHOW, lineage, EXPLAIN of the helper) say so too
+    assert "recomputed from DV__pre every 16 parts (REFRESH EVERY)" in warehouse.catalog.get("DV__sum").notes
     got = stored(warehouse, "DV", ["s", "a"])
     for (stamp, window) in window_parts(data.rename(columns={"v": "loss"}), 60, 180, 60):
         agg = aggregate(window, [])

@@ -49,8 +49,9 @@ class WindowViewPlan:
             if view.role == "final":
                 fields = {"origin": origin, "notes": self.translation.notes(),
                           "sources": (self.source.name,) + self.helpers}
-            else:
-                fields = {"origin": origin, "owner": name, "notes": f"Helper view of {name}: {view.summary}."}
+            else:   # described after its text: generating it decides some of what it does (REFRESH EVERY)
+                summary = next(v.summary for v in self.translation.views() if v.name == view.name)
+                fields = {"origin": origin, "owner": name, "notes": f"Helper view of {name}: {summary}."}
             yield generated, fields
 
 

@@ -61,13 +61,6 @@ class Subscript:
         values = [self.evaluate({variable: start + k}) for k in range(period + 1)]
         return None if values[-1] < values[0] else min(values)
 
-    def shifted_from(self, variable: str) -> int | None:
-        """``s(j) - j`` when the subscript is ``j`` plus a constant, else None."""
-        if self.variables != {variable}:
-            return None
-        first, second = self.evaluate({variable: 1000}), self.evaluate({variable: 2000})
-        return first - 1000 if second - first == 1000 else None
-
 
 def parse_subscript(fragment: Fragment, allowed: set[str]) -> Subscript:
     """Parse ``fragment`` as a subscript over the names in ``allowed`` (matched case-insensitively)."""

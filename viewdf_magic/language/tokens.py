@@ -111,16 +111,6 @@ def split_statements(source: str) -> list[TokenStatement]:
     return statements
 
 
-def token_span(token: Token) -> tuple[int, int]:
-    """``[start, end)`` of a token; quoted identifiers include their quotes."""
-    return token.start, token.end + 1
-
-
-def identifier_name(token: Token) -> str:
-    """The name an identifier token spells (quotes removed)."""
-    return token.text
-
-
 def quote_name(name: str) -> str:
     """``name`` as a Spark SQL identifier: bare when it is a plain identifier, else backquoted."""
     return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
