@@ -1,12 +1,30 @@
-"""viewdf-magic: declarative incremental view maintenance (ViewDF) over time-partitioned streams on Spark."""
+"""viewdf-magic: declarative incremental view maintenance (ViewDF) over time-partitioned streams on Spark.
+
+Importing the package loads nothing heavy: Spark comes with ``Warehouse``, and the widget and plotting
+libraries with ``Replay``, when they are first used.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
 
 from .errors import ViewDFError
-from .warehouse import MaintenanceWarning, Result, Warehouse
-from .notebook.replay import NetworkStream, Replay, replay
 
-__all__ = ["MaintenanceWarning", "ViewDFError", "Result", "Warehouse", "load_ipython_extension",
-           "NetworkStream", "Replay", "replay"]
+_LAZY = {"MaintenanceWarning": ".warehouse", "Result": ".warehouse", "Warehouse": ".warehouse",
+         "NetworkStream": ".notebook.replay", "Replay": ".notebook.replay", "replay": ".notebook.replay"}
+
+__all__ = ["MaintenanceWarning", "NetworkStream", "Replay", "Result", "ViewDFError", "Warehouse",
+           "load_ipython_extension", "replay"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> object:
+    """The public names that need Spark or widgets, imported on first use."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'viewdf_magic' has no attribute {name!r}")
+    value = getattr(import_module(_LAZY[name], __name__), name)
+    globals()[name] = value
+    return value
 
 
 def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
