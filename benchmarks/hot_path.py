@@ -16,7 +16,7 @@ import tempfile
 from pyspark.sql import functions as F
 
 from viewdf_magic import Warehouse
-from viewdf_magic.demo import NETWORK_DDL
+from viewdf_magic.network_example import NETWORK_DDL
 
 from .common import FIRST_PART, bench_session, median, network_part, timed
 

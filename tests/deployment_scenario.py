@@ -34,7 +34,7 @@ def frame(rows: list[tuple]) -> pd.DataFrame:
 def run_scenario(spark, path: str) -> dict:
     """Every view's parts and rows after the scenario, and what the late batch repaired."""
     from viewdf_magic import Warehouse
-    from viewdf_magic.demo import NETWORK_DDL
+    from viewdf_magic.network_example import NETWORK_DDL
     from viewdf_magic.errors import ViewDFError
 
     warehouse = Warehouse(path, spark=spark, progress=False)
@@ -53,7 +53,9 @@ def run_scenario(spark, path: str) -> dict:
     result["recomputed"] = json.loads(warehouse.recompute("Rising", BASE + pd.Timedelta(minutes=4), scope=3)
                                       .sort_values(["src"]).to_json(orient="records"))
     [explained] = warehouse.run("EXPLAIN VIEW Rising")
-    result["explained"] = "== Physical Plan ==" in explained.detail and explained.figure is not None
+    result["explained"] = explained.figure is not None and ["== Physical Plan ==" in text for title, text in
+                                                             explained.sections if title.startswith("Spark plans")] \
+        == [True, True]                      # Rising's helper and Rising
     reopened = Warehouse(path, spark=spark, progress=False)      # what is stored, read back from disk
     for name in ("Helper", "View2", "Rising", "Recent"):
         rows = reopened.run(f"SELECT * FROM {name}")[0].frame.collect()

@@ -220,6 +220,24 @@ def test_quickstart_in_jupyterlab_with_chromium(tmp_path):
             lab.stop()
 
 
+def _check_explain_folds(page) -> None:  # type: ignore[no-untyped-def]
+    """EXPLAIN VIEW shows its summary (the FSM) first and the generated ViewDFs folded below it (the
+    notebook explains View1 before any data, so there is no step to plan yet): closed until clicked,
+    then open; screenshots of both."""
+    sections = page.locator("details.viewdf-section")
+    assert sections.count() == 2, sections.count()         # the helper's ViewDF and View1's
+    assert not any(sections.nth(k).evaluate("e => e.open") for k in range(2))
+    first = sections.first
+    first.scroll_into_view_if_needed()
+    figure, box = page.locator(".viewdf-figure svg").first.bounding_box(), first.bounding_box()
+    assert box["y"] >= figure["y"] + figure["height"] - 1   # below the drawing
+    assert box["height"] < 60, box                          # one line while folded
+    first.locator("xpath=..").screenshot(path=str(ARTIFACTS / "01-quickstart-explain-folded.png"))
+    first.locator("summary").click()
+    assert first.evaluate("e => e.open") and "CREATE VIEW View1__helper AS" in first.locator("pre").inner_text()
+    first.screenshot(path=str(ARTIFACTS / "01-quickstart-explain-open.png"))
+
+
 def _check_widgets(page, timeout_error) -> None:  # type: ignore[no-untyped-def]
     """The replay widget's controls, its status line and the timing plot, on screen; screenshots."""
     buttons = {name: page.locator(".widget-button", has_text=name).first for name in ("Play", "Step", "Reset")}
@@ -245,6 +263,7 @@ def _check_widgets(page, timeout_error) -> None:  # type: ignore[no-untyped-def]
     figure.scroll_into_view_if_needed()
     assert figure.is_visible() and figure.bounding_box()["width"] > 100
     figure.screenshot(path=str(ARTIFACTS / "01-quickstart-fsm.png"))
+    _check_explain_folds(page)
     buttons["Play"].scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "01-quickstart-replay.png"))
     plot.screenshot(path=str(ARTIFACTS / "01-quickstart-timing-plot.png"))

@@ -81,9 +81,18 @@ def test_demo_prints_the_paper_numbers(tmp_path):
     done = subprocess.run([str(viewdf), "demo", "--pairs", "2", "--warehouse", str(tmp_path / "wh")],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0, done.stderr
+    assert done.stderr == ""                  # nothing from the JVM's start (its log is in the temp folder)
     minutes = {block[:5]: block for block in done.stdout.split("\n\n")}
     assert "10.0.0.1 -> 10.0.0.2  ct=4 sum_loss=71  (the paper's pair)" in minutes["10:04"]
     assert "10.0.0.1 -> 10.0.0.2  ct=5 sum_loss=87  (the paper's pair)" in minutes["10:05"]
     assert "10.0.0.1" not in minutes["10:06"]
-    assert re.search(r"Done: View2 has 10 parts holding \d+ rows; 20 view parts computed, mean step time", done.stdout)
+    assert re.search(r"Done: View2 has 10 parts holding \d+ rows; 40 view parts computed, mean step time", done.stdout)
     assert (tmp_path / "wh" / "_viewdf").is_dir()
+    assert "  View2   the pairs that lost more than 10 packets in each of the last four or more minutes" \
+        in done.stdout                                   # what each view asks
+    assert re.search(r"E\[4\]\[4\]\s+d\s+d\s+self\s+each later d\s+d\.loss > 10", done.stdout)   # View1's FSM
+    comparison = re.findall(r"^ (10:0\d)\s+[\d.]+\s+(\d+) parts?\s+[\d.]+\s+(\d+) parts?\s+(\w+)$", done.stdout,
+                            re.MULTILINE)
+    # minute m: the helper reads M[m] and its part m-1 (none at 10:00), View1 the helper's part m;
+    # recomputation reads M from 10:00 to m; every part equals its recomputation
+    assert comparison == [(f"10:0{m}", "2" if m == 0 else "3", str(m + 1), "yes") for m in range(10)]

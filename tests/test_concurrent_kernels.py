@@ -20,7 +20,7 @@ from crash_worker import Child
 from test_late_data import assert_equals_rebuild
 
 from viewdf_magic import Warehouse
-from viewdf_magic.demo import NETWORK_DDL
+from viewdf_magic.network_example import NETWORK_DDL
 from viewdf_magic.errors import ViewDFError
 
 TESTS = Path(__file__).resolve().parent

@@ -98,9 +98,9 @@ def ingest_refused(warehouse: Warehouse, stream: str, data, *phrases: str) -> Vi
 CSV_HEADER = "ts,src,dest,loss\n"
 LOAD_ERRORS = {
     "NULL timestamp in a CSV file": ("nullts.csv", CSV_HEADER + "2015-01-01 10:05:00,a,b,1\n,a,b,2\n", "",
-                                     ["1 row(s) have a NULL timestamp in column ts", "nothing was written"]),
+                                     ["1 row has a NULL timestamp in column ts", "nothing was written"]),
     "NULL timestamp in a JSON file": ("nullts.json", '{"ts": null, "src": "a", "dest": "b", "loss": 1}\n', "",
-                                      ["1 row(s) have a NULL timestamp in column ts", "nothing was written"]),
+                                      ["1 row has a NULL timestamp in column ts", "nothing was written"]),
     "unparseable timestamp in a CSV file": ("month13.csv", CSV_HEADER + "2015-01-01 10:05:00,a,b,1\n"
                                                                         "2024-13-45 10:00:00,a,b,2\n", "",
                                             ["'2024-13-45 10:00:00'", '"TIMESTAMP"', "malformed",
@@ -113,7 +113,7 @@ LOAD_ERRORS = {
     "year 9999 in a CSV file": ("y9999.csv", CSV_HEADER + "2015-01-01 10:05:00,a,b,1\n9999-12-31 23:59:59,a,b,2\n",
                                 "", ["would create", "limit is 100,000", "Nothing was written"]),
     "a column too many in the header": ("extra.csv", "ts,src,dest,loss,extra\n2015-01-01 10:05:00,a,b,1,x\n", "",
-                                        ["unexpected column(s) extra (expected ts, src, dest, loss)"]),
+                                        ["unexpected column extra (expected ts, src, dest, loss)"]),
     "a column too few without a header": ("noheader.csv", "2015-01-01 10:05:00,a,b\n", " OPTIONS (header 'false')",
                                           ["3 values per row but 4 columns (ts, src, dest, loss)"]),
     "a nested value in a JSON file": ("struct.json", '{"ts": "2015-01-01 10:05:00", "src": "a", "dest": "b", '
@@ -160,7 +160,7 @@ def test_load_of_the_warehouse_own_log(loaded):
     log = os.path.join(local_root(loaded), "_viewdf", "log")
     first = sorted(n for n in os.listdir(log) if n.endswith(".json"))[0]
     text = f"LOAD '{os.path.join(log, first)}' INTO M"
-    refused(loaded, text, "'", "missing column(s) ts, src, dest, loss", "unexpected column(s)")
+    refused(loaded, text, "'", "missing columns ts, src, dest, loss", "unexpected column")
 
 
 INSERT_ERRORS = {
@@ -171,9 +171,9 @@ INSERT_ERRORS = {
                                             "TIMESTAMP '2024", ['typed literal "TIMESTAMP" is invalid',
                                                                 "'2024-13-45'"]),
     "the timestamp left out": ("INSERT INTO M (src, dest, loss) VALUES ('a', 'b', 1)", "VALUES",
-                               ["1 row(s) have a NULL timestamp in column ts", "nothing was written"]),
+                               ["1 row has a NULL timestamp in column ts", "nothing was written"]),
     "a NULL timestamp from a query": ("INSERT INTO M SELECT CAST(NULL AS TIMESTAMP), src, dest, loss FROM M[LATEST]",
-                                      "SELECT CAST", ["1 row(s) have a NULL timestamp in column ts"]),
+                                      "SELECT CAST", ["1 row has a NULL timestamp in column ts"]),
     "year 9999": ("INSERT INTO M VALUES\n  (TIMESTAMP '2015-01-01 10:05:00', 'a', 'b', 1),\n"
                   "  (TIMESTAMP '9999-12-31 23:59:59', 'a', 'b', 2)", "VALUES",
                   ["would create", "limit is 100,000", "Nothing was written"]),
@@ -214,7 +214,7 @@ def _spark_batch(spark, timestamp):
 MINUTE_1005 = pd.DataFrame({"ts": [T0 + pd.Timedelta(minutes=5)], "src": ["a"], "dest": ["b"], "loss": [1]})
 INGEST_ERRORS = {
     "NULL timestamp in a Spark DataFrame": (lambda spark: _spark_batch(spark, F.lit(None).cast("timestamp")),
-                                            ["1 row(s) have a NULL timestamp in column ts"]),
+                                            ["1 row has a NULL timestamp in column ts"]),
     "unparseable timestamp strings": (lambda spark: MINUTE_1005.assign(ts=["2024-13-45"]),
                                       ["The value '2024-13-45'", '"TIMESTAMP"', "malformed"]),
     "booleans for timestamps": (lambda spark: MINUTE_1005.assign(ts=[True]),
@@ -223,10 +223,10 @@ INGEST_ERRORS = {
     "two columns differing in case": (lambda spark: MINUTE_1005.assign(LOSS=[2]), ["ambiguous"]),
     "a column too many in a Spark DataFrame": (
         lambda spark: _spark_batch(spark, F.lit("2015-01-01 10:05:00").cast("timestamp")).withColumn("x", F.lit(1)),
-        ["unexpected column(s) x (expected ts, src, dest, loss)"]),
+        ["unexpected column x (expected ts, src, dest, loss)"]),
     "a column too few in a Spark DataFrame": (
         lambda spark: _spark_batch(spark, F.lit("2015-01-01 10:05:00").cast("timestamp")).drop("dest"),
-        ["missing column(s) dest (expected ts, src, dest, loss)"]),
+        ["missing column dest (expected ts, src, dest, loss)"]),
     "year 2200": (lambda spark: MINUTE_1005.assign(ts=[pd.Timestamp("2200-01-01")]),
                   ["would create", "to 2200-01-01 00:00:00", "limit is 100,000"]),
     "year 9999 in a Spark DataFrame": (lambda spark: _spark_batch(spark, F.lit("9999-12-31").cast("timestamp")),

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from viewdf_magic.demo import NETWORK_DDL
-from viewdf_magic.errors import ViewDFError
+from viewdf_magic.errors import Interrupted, ViewDFError
+from viewdf_magic.network_example import NETWORK_DDL
 from viewdf_magic.maintainer.maintainer import Maintainer
 from viewdf_magic.timeparts import subscript_of
 
@@ -63,7 +63,7 @@ def test_a_late_row_repairs_the_self_referencing_chain_up_to_the_newest_part(war
         [("Helper", 3, "changed"), ("Helper", 4, "changed"), ("Helper", 5, "changed"), ("Helper", 6, "unchanged"),
          ("View2", 3, "changed"), ("View2", 4, "changed"), ("View2", 5, "changed")]
     assert (report.repair.changed, report.repair.unchanged, report.repair.skipped) == (6, 1, 1)
-    assert "7 view part(s) recomputed (6 changed, 1 unchanged), 1 skipped by early cutoff" in str(report)
+    assert "7 view parts recomputed (6 changed, 1 unchanged), 1 skipped by early cutoff" in str(report)
     assert view2(warehouse) == [("10:03", 4, 81), ("10:04", 5, 101), ("10:05", 6, 117)]
     after = warehouse.parts("Helper").set_index("part")
     assert after.loc[FIRST + 6, "last_updated"] == before[FIRST + 6]      # unchanged content, unchanged time
@@ -117,7 +117,7 @@ def test_allowed_lateness_refuses_older_rows_and_writes_nothing(warehouse):
     with pytest.raises(ViewDFError) as caught:
         warehouse.execute("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:02:10', 'a', 'b', 7)")
     message = caught.value.message
-    assert "1 row(s) are more than ALLOWED LATENESS 2 PARTS behind the newest part of M" in message
+    assert "1 row is more than ALLOWED LATENESS 2 PARTS behind the newest part of M" in message
     assert "2015-01-01 10:05:00" in message and "Nothing was written" in message
     assert caught.value.position is not None
     assert warehouse.catalog.version == version
@@ -146,7 +146,7 @@ def test_an_interrupted_repair_is_finished_when_the_warehouse_reopens(warehouse,
         return original(self, step, plan, previous)
 
     monkeypatch.setattr(Maintainer, "compute", crash_on_the_third)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(Interrupted, match="^Interrupted: kept 1 stream part "):   # as a cell shows it
         warehouse.ingest("M", batch([3], [30]))
     monkeypatch.setattr(Maintainer, "compute", original)
     assert "repair" in warehouse.catalog.settings       # the batch is acknowledged, its repair is not done

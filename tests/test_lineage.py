@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from oracles import PATTERN_COLUMNS, loss_runs, rows
 from test_replay import FIRST, PARTS, STREAM, viewdf_shell
-from viewdf_magic.demo import NETWORK_DDL
+from viewdf_magic.network_example import NETWORK_DDL
 from viewdf_magic.notebook.lineage import COLORS, LineageViewer, upstream_parts
 
 

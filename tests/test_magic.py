@@ -111,7 +111,7 @@ def test_setup_cells_report_what_they_did(paper):
     assert "Created stream M (PARTITION LENGTH 60, TIMESTAMP ts)." in text
     assert "Created view View2 (PARTITION LENGTH 60)." in text
     assert "Inserted 7 rows into 7 parts of M; 14 view parts computed." in text
-    assert re.search(r"Computed 14 view part\(s\) in [\d.]+ s: Helper\[2015-01-01 10:00:00 \.\. 10:06:00\], "
+    assert re.search(r"Computed 14 view parts in [\d.]+ s: Helper\[2015-01-01 10:00:00 \.\. 10:06:00\], "
                      r"View2\[2015-01-01 10:00:00 \.\. 10:06:00\]", text)
     assert "Traceback" not in text
 
@@ -183,6 +183,26 @@ def test_explain_after_create_view_shows_the_fsm(shell, elsewhere):
     assert "CREATE VIEW Up__helper AS" in text and "Next part of Up__helper: unknown" in text
     html = "".join(output.data.get("text/html", "") for output in captured.outputs)
     assert html.count("<svg") == 1 and "b[i].x &gt; b[i-1].x" in html
+
+
+def test_explain_view_shows_a_summary_then_folded_viewdfs_and_plans(shell):
+    text, captured = run(shell, "%viewdf EXPLAIN VIEW Helper")
+    [markup] = [output.data["text/html"] for output in captured.outputs if "text/html" in output.data]
+    summary, folded = markup.split("<details", 1)
+    # first what a reader needs: the next part and the parts it reads; no ViewDF text and no plan yet
+    assert "Next part: Helper[23668447] (2015-01-01 10:07:00), UPDATE, waiting." in summary
+    assert "M[23668447]" in summary and "Helper[23668446]" in summary
+    assert "CREATE VIEW" not in summary and "Physical Plan" not in summary
+    titles = re.findall(r"<details class='viewdf-section'><summary>(.*?)</summary>", markup)
+    assert titles == ["ViewDF of Helper",
+                      "Query of Helper[23668446] (2015-01-01 10:06:00), the newest stored part",
+                      "Spark plans of Helper[23668446] (2015-01-01 10:06:00), the newest stored part"]
+    assert "<details open" not in markup                       # folded until opened
+    plans = folded.split("<summary>Spark plans of ", 1)[1]
+    assert "FileScan parquet" in plans and "ExistingRDD" not in plans   # the plans read the stored parts
+    # a terminal gets every section, titled, after the summary
+    assert text.index("Next part: Helper[") < text.index("--- ViewDF of Helper ---") \
+        < text.index("--- Spark plans of Helper[23668446]")
 
 
 def test_error_fails_the_cell_with_one_positioned_message_without_traceback(shell):
@@ -296,7 +316,7 @@ CREATE STREAM S (ts TIMESTAMP, v INT) TIMESTAMP ts PARTITION LENGTH 60;
 CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v + 1 AS v FROM S[j];
 INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:00:00', 41), (TIMESTAMP '2015-01-01 10:01:00', 41);
 STEP V 2""")
-    assert "Computed 2 view part(s)." in text
+    assert "Computed 2 view parts." in text
     assert "V[23668441] (2015-01-01 10:01:00) UPDATE: 1 row in " in text
     assert "S[j] = S[23668441] (2015-01-01 10:01:00, 1 row)" in text
     assert "SELECT v + 1 AS v FROM S[23668441]" in text and re.search(r"rows:\n\s+v\n\s+42", text)
@@ -329,7 +349,7 @@ CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v +
     text, _ = run(shell, "%viewdf step V --plan")
     assert "V[23668440] (2015-01-01 10:00:00) INITIALIZE: 1 row in " in text and "Physical Plan" in text
     text, _ = run(shell, "%viewdf step --all")
-    assert "Computed 1 view part(s)." in text
+    assert "Computed 1 view part." in text
     text, _ = run(shell, "%viewdf maintenance auto")
     assert "Maintenance is auto." in text
 
@@ -477,7 +497,7 @@ INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:00:00', 1), (TIMESTAMP '2015-01-0
 CREATE VIEW Twice AS INITIALIZE Twice[i] AS SELECT 2 * v AS w FROM S[i] UPDATE Twice[j] AS SELECT 2 * v AS w FROM S[j]
   RECOMPUTE Twice[k] AS SELECT 2 * v AS w FROM S[k]""")
     text, captured = run(shell, "%viewdf VERIFY VIEW Twice")
-    assert "Twice: all 2 part(s) equal their recomputation." in text
+    assert "Twice: all 2 parts equal their recomputation." in text
     html = captured.outputs[0].data["text/html"]
     cells = re.findall(r"<td>(.*?)</td>", html)
     assert cells == ["23668440", "2015-01-01 10:00:00", "1", "0", "0", "", "True",

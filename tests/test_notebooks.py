@@ -5,11 +5,16 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import sys
+
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
-NOTEBOOKS = sorted((Path(__file__).parent.parent / "notebooks").glob("*.ipynb"))
+ROOT = Path(__file__).parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from execute_notebooks import execute  # noqa: E402  (the same run as ./run notebooks)
+
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 # What each notebook's text says the reader will see, worked out by hand from its data.
 PROMISES = {
@@ -31,7 +36,7 @@ PROMISES = {
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+2015-01-01 10:05:00\s+2015-01-01 10:04:00\s+"
         r"2015-01-01 10:03:00\s+2015-01-01 10:01:00\n",
         r"10\.0\.1\.1\s+10\.0\.2\.1\s+2015-01-01 10:05:27\s+2015-01-01 10:04:08\s+2015-01-01 10:03:32\s+NaT",
-        r"View1: all 6 part\(s\) equal their recomputation\.",
+        r"View1: all 6 parts equal their recomputation\.",
     ],
     "02-writing-viewdfs": [
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+4\s+71\s+2015-01-01 10:04:00",      # 12+15+24+20, four minutes in a row
@@ -39,8 +44,8 @@ PROMISES = {
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+300\s+2015-01-01 10:00:00",
         r"2015-01-01 10:02:00\s+10\.0\.0\.1\s+15\s+eu",                   # the band join's two matches
         r"2015-01-01 10:05:00\s+10\.0\.0\.3\s+30\s+us",
-        r"Totals: all 10 part\(s\) equal their recomputation\.",
-        r"Helper\[23668450\] \(2015-01-01 10:10:00\) UPDATE: 1 rows",
+        r"Totals: all 10 parts equal their recomputation\.",
+        r"Helper\[23668450\] \(2015-01-01 10:10:00\) UPDATE: 1 row in",
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+11\s+330",                            # the step's preview: 11 minutes of 30
     ],
     "03-sliding-windows": [
@@ -63,15 +68,15 @@ PROMISES = {
     ],
     "04-late-data": [
         # 10:03 is missing: sealed empty; Helper 6, View2 6, Recent__pre 6, __sum 6, Recent 6 (MAX reads __pre)
-        r"Inserted 5 rows into 5 part\(s\) of M, 1 empty part\(s\) sealed; 30 view part\(s\) computed\.",
+        r"Inserted 5 rows into 5 parts of M, 1 empty part sealed; 30 view parts computed\.",
         # before: the run breaks at 10:03 and restarts at 1; no alarm; the window 10:02 .. 10:04 holds 15+20
         r"2015-01-01 10:02:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+2\s+27\n2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+1\s+20\n",
         r"PART_TIMESTAMP  src  dest  ct  sum_loss\n\(0 rows\)",
         r"2015-01-01 10:04:00\s+10\.0\.0\.1\s+10\.0\.0\.2\s+35\s+20\n",
         # the late 24: Helper 10:03 .. 10:06 (10:06 unchanged), View2 10:03 .. 10:05 (10:03 unchanged, 10:06 skipped),
         # Recent__pre 10:03, Recent__sum 10:03 .. 10:06 (10:06 unchanged), Recent 10:03 .. 10:05
-        r"Inserted 1 rows into 1 part\(s\) of M \(1 late row\(s\) into 1 earlier part\(s\)\); late data: "
-        r"15 view part\(s\) recomputed \(12 changed, 3 unchanged\), 2 skipped by early cutoff\.",
+        r"Inserted 1 row into 1 part of M \(1 late row into 1 earlier part\); late data: "
+        r"15 view parts recomputed \(12 changed, 3 unchanged\), 2 skipped by early cutoff\.",
         r"Helper\[2015-01-01 10:03:00 \.\. 10:06:00\], View2\[2015-01-01 10:03:00 \.\. 10:05:00\], "
         r"Recent__pre\[2015-01-01 10:03:00\], "
         r"Recent__sum\[2015-01-01 10:03:00 \.\. 10:06:00\], Recent\[2015-01-01 10:03:00 \.\. 10:05:00\]",
@@ -93,24 +98,24 @@ PROMISES = {
         r"2015-01-01 10:02:00\s+1\s+ingest\n2015-01-01 10:03:00\s+1\s+late\n2015-01-01 10:04:00\s+1\s+ingest\n",
         # the lineage viewer's details panel: View2[10:04] read Helper[10:04], and through the chain all since 10:01
         r"part: View2\[23668444\] \(2015-01-01 10:04:00\)\nhow: update\nrows: 1\n",
-        r"recomputed after late data: yes, 1 time\(s\)\nread directly: Helper\[23668444\]\n"
+        r"recomputed after late data: yes, 1 time\nread directly: Helper\[23668444\]\n"
         r"computed from, transitively: Helper\[23668441 \.\. 23668444\], M\[23668441 \.\. 23668444\]\n",
         r"part: M\[23668443\] \(2015-01-01 10:03:00\)\nhow: late\nrows: 1\n",
         r"recomputed after late data: it received late rows \(batches arrived \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)\n",
         # 10:02 is 4 parts behind 10:06
         r"M: ALLOWED LATENESS 2 PARTS\.",
-        r"1 row\(s\) are more than ALLOWED LATENESS 2 PARTS behind the newest part of M \(2015-01-01 10:06:00\); "
+        r"1 row is more than ALLOWED LATENESS 2 PARTS behind the newest part of M \(2015-01-01 10:06:00\); "
         r"the oldest is for 2015-01-01 10:02:00\. Nothing was written",
         # a loss of 3 at 10:05: Helper[10:05] unchanged (Helper[10:06], View2[10:05], View2[10:06] skipped);
         # Recent__pre 10:05, Recent__sum and Recent 10:05, 10:06 changed
-        r"Inserted 1 rows into 1 part\(s\) of M \(1 late row\(s\) into 1 earlier part\(s\)\); late data: "
-        r"6 view part\(s\) recomputed \(5 changed, 1 unchanged\), 3 skipped by early cutoff\.",
+        r"Inserted 1 row into 1 part of M \(1 late row into 1 earlier part\); late data: "
+        r"6 view parts recomputed \(5 changed, 1 unchanged\), 3 skipped by early cutoff\.",
         r"2015-01-01 10:05:00\s+10\.0\.0\.5\s+10\.0\.0\.6\s+3\s+3\n2015-01-01 10:06:00\s+10\.0\.0\.5\s+10\.0\.0\.6\s+3\s+3\n"
         r"\(2 rows\)",
-        r"Recent: all 6 part\(s\) equal their recomputation\.",
+        r"Recent: all 6 parts equal their recomputation\.",
         # the refused row (10:02:30, 40) is not in M
         r"2015-01-01 10:02:10\s+10\.0\.0\.1\s+10\.0\.0\.2\s+15\n2015-01-01 10:03:10\s+10\.0\.0\.1\s+10\.0\.0\.2\s+24\n",
-        r"7 rows into 6 part\(s\) of M; 12 view part\(s\) computed",
+        r"7 rows into 6 parts of M; 12 view parts computed",
         r"Helper and View2 equal the rebuild: True",
     ],
     "05-benchmarking": [
@@ -127,7 +132,7 @@ PROMISES = {
     ],
     "06-your-own-data": [
         r"2009-04-01\s+511\s+2009-03-05\n2009-05-01\s+513\s+2009-04-30",   # 28-day parts: 512 is empty
-        r"Inserted 60 rows into 12 part\(s\) of Stocks, 1 empty part\(s\) sealed",
+        r"Inserted 60 rows into 12 parts of Stocks, 1 empty part sealed",
         # IBM rose Jan..May 2009 across the empty part (CONTIGUITY EVENTS): 89.46 .. 104.85
         r"2009-04-30\s+IBM\s+2009-01-01\s+5\s+89\.46\s+104\.85",
         r"2009-11-12\s+IBM\s+2009-06-01\s+7\s+103\.01\s+130\.32",
@@ -138,36 +143,81 @@ PROMISES = {
         r"IBM\s+121\.2567\s+6\n",
         r"GOOG\s+523\.2783\s+6\n",
         r"2009-06-25\s+104\.1160\s+5\n",     # parts 510..515, 512 empty: (95.09+101.29+104.85+103.01+116.34)/5
-        r"Rising: all 13 part\(s\) equal their recomputation\.",
-        r"Avg6: all 13 part\(s\) equal their recomputation\.",
+        r"Rising: all 13 parts equal their recomputation\.",
+        r"Avg6: all 13 parts equal their recomputation\.",
     ],
 }
 
 
 # What the notebooks' HTML outputs must hold (drawings have no text/plain form).
 HTML_PROMISES = {
-    "01-quickstart": [r"<svg[^>]*>.*>begin<.*>d\+<.*</svg>"],     # EXPLAIN VIEW's FSM diagram
+    "01-quickstart": [r"<svg[^>]*>.*>begin<.*>d\+<.*</svg>"       # EXPLAIN VIEW's FSM diagram, then its
+                      r".*<details class='viewdf-section'><summary>ViewDF of View1__helper</summary>"   # folded
+                      r"<pre>view View1__helper, PARTITION LENGTH 60, reads M\n\nCREATE VIEW View1__helper AS"],
 }
 
 
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _expects_error(cell) -> bool:
+    """A cell that shows a refusal on purpose; its error stops nothing (nbclient's own tag)."""
+    return "raises-exception" in cell.get("metadata", {}).get("tags", [])
+
+
 def _text(notebook) -> str:
+    """Every output's text, with the message of each expected error (shown without a traceback)."""
     return "\n".join(output.get("text", "") + output.get("data", {}).get("text/plain", "")
+                     + ANSI_ESCAPE.sub("", "\n".join(output.get("traceback", [])))
                      for cell in notebook.cells for output in cell.get("outputs", []))
+
+
+# What may differ between two runs of a notebook: times and sizes, temporary folders, object addresses,
+# today's timestamps; and the spacing of tables whose numbers changed width.
+VOLATILE = [(re.compile(r"\d+\.\d+"), "#.#"), (re.compile(r"/tmp/[\w./-]+"), "/tmp/..."),
+            (re.compile(r"0x[0-9a-f]+"), "0x#"),
+            (re.compile(r"20[2-9]\d-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?(\.\d+)?( UTC)?"), "<now>"),
+            (re.compile(r"[ \t]+"), " ")]
+
+
+def _comparable(cell) -> list[tuple[str, str]]:
+    """A code cell's outputs as a reader sees their text, with what varies between runs masked."""
+    shown = []
+    for output in cell.get("outputs", []):
+        kind = output["output_type"]
+        text = (output.get("text", "") if kind == "stream" else
+                ANSI_ESCAPE.sub("", "\n".join(output.get("traceback", []))) if kind == "error" else
+                output.get("data", {}).get("text/plain", ""))
+        for pattern, mask in VOLATILE:
+            text = pattern.sub(mask, text)
+        shown.append((kind, text.strip()))
+    return shown
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_on_a_fresh_kernel(path, tmp_path):
-    notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    committed = nbformat.read(path, as_version=4)
+    notebook = execute(path, str(tmp_path))
     errors = [output for cell in notebook.cells for output in cell.get("outputs", [])
-              if output.get("output_type") == "error"]
+              if output.get("output_type") == "error" and not _expects_error(cell)]
     assert not errors, errors
+    refusals = [cell for cell in notebook.cells if _expects_error(cell)]
+    assert all(output.get("ename") == "StatementFailed" for cell in refusals for output in cell.outputs
+               if output.get("output_type") == "error"), "a tagged cell failed with a Python error"
+    assert all(any(o.get("output_type") == "error" for o in cell.outputs) for cell in refusals), \
+        "a cell tagged raises-exception did not fail"
     text = _text(notebook)
     assert "Traceback" not in text
+    noise = [output["text"] for cell in notebook.cells for output in cell.get("outputs", [])
+             if output.get("name") == "stderr"]
+    assert not noise, noise                   # e.g. the JVM's start-up banner
     for promise in PROMISES[path.stem]:
         assert re.search(promise, text), promise
     markup = "\n".join(output.get("data", {}).get("text/html", "")
                        for cell in notebook.cells for output in cell.get("outputs", []))
     for promise in HTML_PROMISES.get(path.stem, []):
         assert re.search(promise, markup, re.DOTALL), promise
+    stale = [(k, _comparable(old), _comparable(new)) for k, (old, new) in enumerate(zip(committed.cells, notebook.cells))
+             if new.cell_type == "code" and _comparable(old) != _comparable(new)]
+    assert not stale, (f"{path.name}: the saved outputs of {len(stale)} cells differ from a fresh run; "
+                       f"run ./run notebooks {path.stem} and commit. First: {stale[0]}")

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from viewdf_magic.demo import NETWORK_DDL
+from viewdf_magic.network_example import NETWORK_DDL
 
 PAPER_DDL = NETWORK_DDL      # the paper's M, Helper and View2, shared with the demo
 LOSSES = [6, 12, 15, 24, 20, 16, 7]

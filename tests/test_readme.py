@@ -53,5 +53,5 @@ def test_readme_cells_run_and_definitions_rerun(shell, tmp_path):
         [("10.0.0.3", "10.0.0.4", 5, 135)]
     assert latest.select("PART_TIMESTAMP").first()[0] == datetime(2015, 1, 1, 10, 6)
     shown, _ = run(shell, translated)
-    assert "View1: all 7 part(s) equal their recomputation" in shown
+    assert "View1: all 7 parts equal their recomputation" in shown
     assert "Created view Loss60" in shown

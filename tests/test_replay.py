@@ -12,8 +12,9 @@ from shells import magic_shell
 
 from oracles import cumulative_totals, loss_rows, rows
 from viewdf_magic import ViewDFError
-from viewdf_magic.demo import NETWORK_DDL, network_stream
+from viewdf_magic.network_example import NETWORK_DDL, network_stream
 from viewdf_magic.notebook.batches import Batches, NetworkStream
+from viewdf_magic.notebook.magic import StatementFailed
 from viewdf_magic.notebook.replay import Replay
 from viewdf_magic.notebook.timing_plot import TIMING_COLUMNS, TimingPlot
 
@@ -297,6 +298,5 @@ def test_replay_magic(shell, tmp_path):
         ([5, 5, 5], ["Helper", "View2", "Totals", "Forgetful"])
     STREAM.to_csv(tmp_path / "m.csv", index=False)
     assert shell.run_line_magic("viewdf", f"replay M --from {tmp_path / 'm.csv'}").batches.rows == [2, 2, 2, 2]
-    with capture_output() as captured:
-        assert shell.run_line_magic("viewdf", "replay Nope --from frame") is None
-    assert "no stream named 'Nope' to replay into" in captured.stderr
+    with pytest.raises(StatementFailed, match="no stream named 'Nope' to replay into"):
+        shell.run_line_magic("viewdf", "replay Nope --from frame")

@@ -42,7 +42,7 @@ def test_a_pattern_helper_keeps_its_look_back_plus_the_lateness_bound(warehouse,
     assert report.late == [FIRST + 7] and report.repair.steps
     with pytest.raises(ViewDFError, match="ALLOWED LATENESS 2 PARTS"):
         warehouse.ingest("M", batch([6.5], [5]))
-    assert warehouse.run("VERIFY VIEW Rising")[0].message == "Rising: all 10 part(s) equal their recomputation."
+    assert warehouse.run("VERIFY VIEW Rising")[0].message == "Rising: all 10 parts equal their recomputation."
     reopened = make_warehouse()
     assert kept(reopened, "Rising__helper") == [6, 7, 8, 9]
 
@@ -116,7 +116,7 @@ def test_chunked_max_helpers_keep_the_parts_later_steps_read_back(warehouse):
             assert k - 2 * ((k - 5) % 3) >= (chunks.dropped_before or 0), (minute, k)
             assert k // 3 * 6 - 1 - k >= (pre.dropped_before or 0), (minute, k)
     assert warehouse.catalog.state("WinMax__pre").dropped_before is not None      # retention did drop parts
-    assert warehouse.run("VERIFY VIEW WinMax")[0].message == "WinMax: all 14 part(s) equal their recomputation."
+    assert warehouse.run("VERIFY VIEW WinMax")[0].message == "WinMax: all 14 parts equal their recomputation."
 
 
 def test_subscripts_that_go_back_and_forth_have_their_smallest_value_found():

@@ -70,7 +70,7 @@ def test_drop(warehouse):
     assert {m_folder, helper_folder, view2_folder} == set(warehouse.catalog.garbage)
     warehouse.execute("DROP TABLE owners; DROP TABLE IF EXISTS owners; DROP STREAM IF EXISTS M")
     assert warehouse.execute("SHOW TABLES").empty and owners_folder in warehouse.catalog.garbage
-    assert warehouse.run("VACUUM RETAIN 0 SECONDS")[0].message == "Deleted 4 unreferenced data folder(s)."
+    assert warehouse.run("VACUUM RETAIN 0 SECONDS")[0].message == "Deleted 4 unreferenced data folders."
     assert not {m_folder, helper_folder, view2_folder, owners_folder} & data_folders(warehouse)
 
     # A new stream of the same name starts empty: nothing of the old one comes back.

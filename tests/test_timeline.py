@@ -110,7 +110,7 @@ def test_backfill_equals_views_maintained_from_the_start(make_warehouse):
         before.ingest("M", batch)
         after.ingest("M", batch)
     [*_, created] = after.run(PAPER_VIEWS)
-    assert "computed 7 part(s) up to 2015-01-01 10:06:00" in created.message
+    assert "computed 7 parts up to 2015-01-01 10:06:00" in created.message
 
     runs = loss_runs(pd.concat(BACKFILL_DATA))
     for view, expected in (("Helper", runs), ("View2", long_runs(runs))):
@@ -305,7 +305,7 @@ def test_verify_compares_every_part_with_its_recomputation(warehouse):
     warehouse.ingest("M", TOTALS_DATA)
     [good] = warehouse.run("VERIFY VIEW Total")
     assert list(good.table["part"]) == [M_1000 + k for k in range(5)]
-    assert good.table["equal"].all() and "all 5 part(s) equal" in good.message
+    assert good.table["equal"].all() and "all 5 parts equal" in good.message
     # Forgetful's UPDATE drops history, so every part after the first with earlier rows differs.
     bad = warehouse.execute("VERIFY Forgetful")
     assert list(bad["equal"]) == [True, False, False, False, False]

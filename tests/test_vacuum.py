@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from viewdf_magic.demo import NETWORK_DDL
+from viewdf_magic.network_example import NETWORK_DDL
 from viewdf_magic.errors import ViewDFError
 from oracles import data_folders, local_root
 from test_late_data import FIRST, assert_equals_rebuild, batch, view2
@@ -36,12 +36,12 @@ def test_vacuum_deletes_replaced_parts_and_crash_leftovers_once_older_than_retai
     on_disk = data_folders(warehouse)
 
     [kept] = warehouse.run("VACUUM")                    # RETAIN 1 HOUR: all of it is younger
-    assert kept.message == "Deleted 0 unreferenced data folder(s); kept 4 more, unreferenced for less than " \
+    assert kept.message == "Deleted 0 unreferenced data folders; kept 4 more, unreferenced for less than " \
                            "RETAIN 1 HOUR."
     assert data_folders(warehouse) == on_disk
 
     [done] = warehouse.run("VACUUM RETAIN 0 SECONDS")
-    assert done.message == "Deleted 4 unreferenced data folder(s)."
+    assert done.message == "Deleted 4 unreferenced data folders."
     gone = replaced | {leftover, dropped}
     assert on_disk - data_folders(warehouse) == {f for f in on_disk if any(f == g or f.startswith(g + "/")
                                                                            for g in gone)}
@@ -50,7 +50,7 @@ def test_vacuum_deletes_replaced_parts_and_crash_leftovers_once_older_than_retai
     assert_equals_rebuild(warehouse, make_warehouse, [NETWORK_DDL], "rebuilt")
     reopened = make_warehouse()
     assert reopened.catalog.garbage == {} and view2(reopened) == view2(warehouse)
-    assert reopened.run("VACUUM RETAIN 0 SECONDS")[0].message == "Deleted 0 unreferenced data folder(s)."
+    assert reopened.run("VACUUM RETAIN 0 SECONDS")[0].message == "Deleted 0 unreferenced data folders."
 
 
 def test_maintenance_deletes_recorded_garbage_once_the_grace_period_is_over(warehouse, monkeypatch):

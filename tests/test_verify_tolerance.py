@@ -58,13 +58,13 @@ def test_a_drifting_double_window_sum_verifies_within_the_default_tolerance(ware
     assert columns(exact, "part", "stored_rows", "missing_rows", "extra_rows", "equal") == [
         (FIRST, 1, 0, 0, True), (FIRST + 1, 1, 0, 0, True), (FIRST + 2, 1, 1, 1, False)]
     assert exact["max_difference"].isna().all()
-    assert exact.attrs["message"] == "W: 1 of 3 part(s) differ from their recomputation."
+    assert exact.attrs["message"] == "W: 1 of 3 parts differ from their recomputation."
     default = verify(warehouse, "VERIFY VIEW W")
     assert columns(default, "part", "missing_rows", "extra_rows", "equal") == [
         (FIRST, 0, 0, True), (FIRST + 1, 0, 0, True), (FIRST + 2, 0, 0, True)]
     drift = default["max_difference"].iloc[2]
     assert list(default["max_difference"].iloc[:2]) == [0.0, 0.0] and drift in (TINY, 2 * TINY)
-    assert default.attrs["message"] == ("W: all 3 part(s) equal their recomputation, FLOAT/DOUBLE values within "
+    assert default.attrs["message"] == ("W: all 3 parts equal their recomputation, FLOAT/DOUBLE values within "
                                         f"a relative 1e-09 (largest difference {drift:.3g}).")
     check = warehouse.verify_part("W", T0 + pd.Timedelta(minutes=2))
     assert (check.comparison, check.recompute_seconds > 0) == (Comparison(0, 0, drift), True)
@@ -80,7 +80,7 @@ def test_cancellation_beyond_the_tolerance_is_still_reported(warehouse):
     table = verify(warehouse, "VERIFY VIEW W")
     assert columns(table, "missing_rows", "extra_rows", "equal") == [(0, 0, True), (0, 0, True), (1, 1, False)]
     assert list(table["max_difference"]) == [0.0, 0.0, 0.0]        # nothing matched only within the tolerance
-    assert table.attrs["message"] == "W: 1 of 3 part(s) differ from their recomputation."
+    assert table.attrs["message"] == "W: 1 of 3 parts differ from their recomputation."
     loose = verify(warehouse, "VERIFY VIEW W TOLERANCE 1")
     assert loose["equal"].all() and loose["max_difference"].iloc[2] in (0.5, 1.0)    # |2 - 1| / 2 or |2 - 0| / 2
 
@@ -104,11 +104,11 @@ def test_a_wrong_double_part_is_reported_with_exact_counts(warehouse):
     assert columns(table, "stored_rows", "missing_rows", "extra_rows", "equal") == [
         (3, 0, 0, True), (2, 1, 1, False), (2, 1, 1, False)]
     assert list(table["max_difference"]) == [0.0, 0.0, 0.0]
-    assert table.attrs["message"] == "T: 2 of 3 part(s) differ from their recomputation."
+    assert table.attrs["message"] == "T: 2 of 3 parts differ from their recomputation."
     loose = verify(warehouse, "VERIFY VIEW T TOLERANCE 1e-5")
     assert list(loose["equal"]) == [True, True, True]
     assert list(loose["max_difference"]) == [0.0, rel(4.0 * 1.000001, 4.0), rel(6.0 * 1.000001, 6.0)]
-    assert loose.attrs["message"] == ("T: all 3 part(s) equal their recomputation, FLOAT/DOUBLE values within "
+    assert loose.attrs["message"] == ("T: all 3 parts equal their recomputation, FLOAT/DOUBLE values within "
                                       f"a relative 1e-05 (largest difference {rel(4.000004, 4.0):.3g}).")
     exact = verify(warehouse, "VERIFY T TOLERANCE 0")
     assert columns(exact, "missing_rows", "extra_rows", "equal") == [(0, 0, True), (1, 1, False), (1, 1, False)]

@@ -58,3 +58,8 @@ class ViewDFError(Exception):
         caret = " " * (self.column - 1) + "^" * width
         return (f"{self.message}\n  at line {self.line}, column {self.column}:\n"
                 f"    {source_line}\n    {caret}")
+
+
+class Interrupted(ViewDFError):
+    """A statement stopped by the user (Ctrl-C, Jupyter's Interrupt kernel): its Spark jobs were
+    cancelled and the message names the parts it had published, which stay."""

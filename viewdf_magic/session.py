@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+import sys
+import tempfile
 from pathlib import Path
+from typing import Callable
 
 from pyspark.sql import SparkSession
 
@@ -20,6 +23,25 @@ EMBEDDED_CONFIG = {
     "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=" + (
         Path(__file__).with_name("log4j2.properties").resolve().as_uri()),
 }
+
+
+# Where the embedded session's JVM writes its standard error: its start-up banner (incubator modules,
+# default log level) is nothing a user can act on, and Spark's errors reach Python as exceptions.
+JVM_LOG = Path(tempfile.gettempdir()) / "viewdf-spark-driver.log"
+
+
+def _with_jvm_stderr_in_log(start: Callable[[], SparkSession]) -> SparkSession:
+    """Run ``start`` with file descriptor 2 pointing at JVM_LOG, so a JVM it launches inherits the
+    log as its standard error; this process's own standard error is restored afterwards."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(JVM_LOG, "ab") as log:
+            os.dup2(log.fileno(), 2)
+            return start()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def embedded_session(master: str | None = None) -> SparkSession:
@@ -77,7 +99,7 @@ def connect_session(master: str | None = None, remote: str | None = None,
     builder = SparkSession.builder.appName(EMBEDDED_APP).master(master)
     for key, value in {**EMBEDDED_CONFIG, **(conf or {})}.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = _with_jvm_stderr_in_log(builder.getOrCreate)
     spark.sparkContext.setLogLevel("FATAL")
     return prepare(spark)
 

@@ -26,16 +26,18 @@ from .translation.fsm_diagram import fsm_svg
 from .translation.pattern_query import find_pattern
 from .commands.ingest import (MAX_NEW_PARTS, IngestReport, Ingester, conform_by_name, conform_by_position,
                               stream_schema_check)
-from .errors import ViewDFError
+from .errors import Interrupted, ViewDFError
 from .wording import plural
 from .language import statements as st
 from .language.parser import VACUUM_RETAIN_SECONDS, parse
 from .language.source import Fragment
 from .language.queries import CompiledQuery, RefKind, Scope, compile_query
 from .maintainer.compare import DEFAULT_TOLERANCE, Comparison, compare_rows
+from .maintainer.cancellation import cancel_on_interrupt
 from .maintainer.execute import explain_text
-from .maintainer.maintainer import Maintainer, StepReport, resolved_sql
+from .maintainer.maintainer import Maintainer, PendingStep, StepReport, resolved_sql
 from .maintainer.repair import RepairReport, Repairer
+from .maintainer.reports import named_spans
 from .maintainer.retention import Retention
 from .maintainer.spark_errors import check_runtime, spark_error
 from .maintainer.views import catalog_lookup
@@ -43,7 +45,7 @@ from .session import embedded_session, is_connect_session, prepare
 from .storage.parts import PartStore
 from .storage.shared_storage import check_shared_storage
 from .storage.vacuum import sweep, vacuum
-from .timeparts import TimestampLike, format_duration, format_part, subscript_of, to_utc
+from .timeparts import TimestampLike, format_duration, format_part, part_start, subscript_of, to_utc
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Result:
     query: CompiledQuery | None = None    # the compiled query behind ``frame``, for error positions
     figure: str | None = None             # an SVG drawing, e.g. a pattern's FSM
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)   # further titled tables
+    sections: list[tuple[str, str]] = field(default_factory=list)   # titled long texts, shown folded
 
     @property
     def has_rows(self) -> bool:
@@ -133,6 +136,7 @@ class Warehouse:
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention)
         self.writer = WriterLock(self.fs, lock_timeout)
         self._lock = threading.RLock()
+        self._since: int | None = None    # catalog version when the running statement began
         self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data
         self.recovered: list[StepReport] = self._recover()
 
@@ -147,17 +151,52 @@ class Warehouse:
 
     @contextmanager
     def _writing(self) -> Iterator[None]:
-        """Hold the writer lock (one writing process at a time) on the newest catalog."""
+        """Hold the writer lock (one writing process at a time) on the newest catalog, interruptibly."""
         with self._lock, self.writer.held():
             self._refresh()
-            yield
+            with self._interruptible():
+                yield
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        """Read the newest committed catalog; published parts never change, so no lock is needed."""
+        """Read the newest committed catalog, interruptibly; published parts never change, so no lock is
+        needed."""
         with self._lock:
             self._refresh()
+            with self._interruptible():
+                yield
+
+    @contextmanager
+    def _interruptible(self) -> Iterator[None]:
+        """Run one statement so that an interrupt (KeyboardInterrupt) cancels its Spark jobs and raises
+        Interrupted naming the parts it published, which stay (an open catalog transaction is rolled
+        back, so a view being created is not). A statement run by another (STEP calls ``step``) is part
+        of it."""
+        if self._since is not None:
             yield
+            return
+        self._since = self.catalog.version
+        try:
+            with cancel_on_interrupt(self.spark):
+                yield
+        except KeyboardInterrupt:
+            raise Interrupted(self._kept(self._since)) from None
+        finally:
+            self._since = None
+
+    def _kept(self, since: int) -> str:
+        """What a statement interrupted after catalog version ``since`` published, as a message."""
+        kept: dict[str, list[tuple[str, pd.Timestamp]]] = {"stream": [], "view": []}
+        for definition in self.catalog.objects.values():
+            if definition.kind in kept:
+                parts = self.catalog.state(definition.name).parts
+                kept[definition.kind] += [(definition.name, part_start(subscript, definition.partition_length))
+                                          for subscript in sorted(parts) if parts[subscript].verified > since]
+        named = [f"{plural(len(parts), kind + ' part')} ({named_spans(parts)})"
+                 for kind, parts in kept.items() if parts]
+        if not named:
+            return "Interrupted: no part was published."
+        return f"Interrupted: kept {' and '.join(named)}; the part being computed was not published."
 
     def _refresh(self) -> None:
         if self.catalog.refresh():       # another process committed: forget what it may have replaced
@@ -613,7 +652,7 @@ class Warehouse:
         steps = self.set_maintenance(statement.mode)
         message = f"Maintenance is {statement.mode}."
         if steps:
-            message += f" Computed {len(steps)} pending view part(s)."
+            message += f" Computed {plural(len(steps), 'pending view part')}."
         return Result(statement, message + self._maintenance_note(), steps=steps)
 
     def _run_Step(self, statement: st.Step) -> Result:
@@ -622,7 +661,7 @@ class Warehouse:
             if self.maintainer.next_step(definition) is None:
                 raise statement.fragment.error(self._not_ready(definition), statement.view.start, statement.view.end)
         steps = self.step(statement.view.text if statement.view else None, statement.count, statement.plan)
-        message = f"Computed {len(steps)} view part(s)." if steps else "Nothing is ready to compute."
+        message = f"Computed {plural(len(steps), 'view part')}." if steps else "Nothing is ready to compute."
         return Result(statement, message, steps=steps)
 
     def _run_Show(self, statement: st.Show) -> Result:
@@ -662,7 +701,8 @@ class Warehouse:
         doomed = self.catalog.downstream(definition.name)
         if len(doomed) > 1 and not statement.cascade:
             names = ", ".join(d.name for d in doomed[1:])
-            raise statement.fragment.error(f"cannot drop {definition.name}: {names} depend(s) on it; "
+            verb = "depends" if len(doomed) == 2 else "depend"
+            raise statement.fragment.error(f"cannot drop {definition.name}: {names} {verb} on it; "
                                            f"use DROP {statement.kind} {definition.name} CASCADE",
                                            statement.name.start, statement.name.end)
         dropped = self._drop_objects(doomed)
@@ -690,35 +730,59 @@ class Warehouse:
             return self._run_ExplainView(st.ExplainView(Fragment(view, 0, len(view)), st.Name(view, 0, len(view))))
 
     def _run_ExplainView(self, statement: st.ExplainView) -> Result:
+        """A summary first (a pattern's FSM, a window's strategies, what each next step reads), then
+        the ViewDFs, queries and Spark plans as sections that notebooks show folded."""
         definition = self._require(statement.name.text, ("view",), statement, statement.name)
-        sections, figure, tables = [], None, []
+        summary: list[str] = []
+        figure, tables, explained = None, [], [definition]
         plan = replan(definition, self.catalog, self.spark)
         if plan is not None:
             helper = self.catalog.get(plan.translation.helper)
             figure, tables = fsm_svg(plan.fsm), explain_tables(plan)
-            sections += [f"{definition.name} is a pattern query, translated into the FSM above, a Helper ViewDF "
-                         f"({helper.name}) that keeps each group's live runs, and a final ViewDF.",
-                         inspect.describe_text(helper), self._next_part(helper)]
-        sections.append(inspect.describe_text(definition))
+            summary.append(f"{definition.name} is a pattern query, translated into the FSM above, a Helper ViewDF "
+                           f"({helper.name}) that keeps each group's live runs, and a final ViewDF.")
+            explained = [helper, definition]
         if definition.notes:
-            sections.append(definition.notes)
-        sections.append(self._next_part(definition))
+            summary.append(definition.notes)
+        sections: list[tuple[str, str]] = []
+        for view in explained:
+            line, plans = self._explain_steps(view)
+            summary.append(line)
+            sections += [(f"ViewDF of {view.name}", inspect.describe_text(view)), *plans]
+        summary.append("The parts each next step reads:")
         table = self.maintainer.pending()
-        return Result(statement, detail="\n\n".join(sections), table=table[table["view"] == definition.name],
-                      figure=figure, tables=tables)
+        return Result(statement, detail="\n\n".join(summary),
+                      table=table[table["view"].isin([view.name for view in explained])].reset_index(drop=True),
+                      figure=figure, tables=tables, sections=sections)
 
-    def _next_part(self, definition: ObjectDef) -> str:
-        """The next part's resolved query and Spark's logical and physical plans for it."""
+    def _explain_steps(self, definition: ObjectDef) -> tuple[str, list[tuple[str, str]]]:
+        """A line on the view's next part, and the resolved query and Spark's plans of a step: the next
+        one when it is ready, else the newest stored part computed again, so the plans read stored parts."""
         step = self.maintainer.pending_step(definition)
         if step is None:
-            return f"Next part of {definition.name}: unknown until every source has a part."
-        stamp = format_part(step.subscript, definition.partition_length)
-        state = "ready" if step.ready else "waiting"
+            return f"Next part of {definition.name}: unknown until every source has a part.", []
+        line = (f"Next part: {definition.name}[{step.subscript}] "
+                f"({format_part(step.subscript, definition.partition_length)}), {step.how.upper()}, "
+                f"{'ready' if step.ready else 'waiting'}.")
+        shown, which = step, f"the next part of {definition.name}"
+        latest = None if step.ready else self.maintainer.latest_step(definition)
+        if latest is not None and latest.ready:
+            shown, which = latest, (f"{definition.name}[{latest.subscript}] "
+                                    f"({format_part(latest.subscript, definition.partition_length)}), "
+                                    f"the newest stored part")
+        try:
+            plans = self._plans(definition, shown)
+        except ViewDFError:             # the newest part's inputs were dropped by retention
+            shown, which = step, f"the next part of {definition.name}"
+            plans = self._plans(definition, shown)
+        return line, [(f"Query of {which}", resolved_sql(shown.query, shown.refs)),
+                      (f"Spark plans of {which}", plans)]
+
+    def _plans(self, definition: ObjectDef, step: PendingStep) -> str:
+        """Spark's logical and physical plans for computing ``step``."""
         with self.maintainer.runner.bound(step.query, step.refs, schema=definition.schema,
                                           clause=step.how.upper()) as frame:
-            plans = explain_text(frame, mode="extended").strip()
-        return (f"Next part: {definition.name}[{step.subscript}] ({stamp}), {step.how.upper()}, {state}.\n"
-                f"{resolved_sql(step.query, step.refs)}\n\n{plans}")
+            return explain_text(frame, mode="extended").strip()
 
     def _run_Verify(self, statement: st.Verify) -> Result:
         definition = self._require(statement.name.text, ("view",), statement, statement.name)
@@ -736,8 +800,8 @@ class Warehouse:
         table = pd.DataFrame(rows, columns=["part", "part_timestamp", "stored_rows", "missing_rows", "extra_rows",
                                             "max_difference", "equal"]).astype({"max_difference": float})
         bad = int((~table["equal"]).sum()) if len(table) else 0
-        message = (f"{definition.name}: all {len(table)} part(s) equal their recomputation" if not bad else
-                   f"{definition.name}: {bad} of {len(table)} part(s) differ from their recomputation")
+        message = (f"{definition.name}: all {plural(len(table), 'part')} equal their recomputation" if not bad else
+                   f"{definition.name}: {bad} of {plural(len(table), 'part')} differ from their recomputation")
         drift = table["max_difference"].max()      # NaN when every part was compared exactly
         if not bad and drift > 0:                    # some float values were only equal within it
             message += (f", FLOAT/DOUBLE values within a relative {tolerance:g} "
@@ -765,7 +829,7 @@ class Warehouse:
         report = vacuum(self.catalog, self.fs, statement.retain_seconds)
         kept = (f"; kept {report.kept} more, unreferenced for less than RETAIN "
                 f"{format_duration(statement.retain_seconds)}" if report.kept else "")
-        return Result(statement, f"Deleted {len(report.deleted)} unreferenced data folder(s){kept}.")
+        return Result(statement, f"Deleted {plural(len(report.deleted), 'unreferenced data folder')}{kept}.")
 
     def _run_Seal(self, statement: st.Seal) -> Result:
         definition = self._require(statement.name.text, ("stream",), statement, statement.name)

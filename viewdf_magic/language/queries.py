@@ -22,7 +22,7 @@ from sqlglot.tokens import Token, TokenType
 from ..errors import ViewDFError
 from .source import Fragment, Replacement, RewrittenText
 from .subscripts import Subscript, parse_subscript
-from .tokens import IDENTIFIER_TYPES, ViewDFSpark, tokenize
+from .tokens import IDENTIFIER_TYPES, ViewDFSpark, backquote, tokenize
 
 
 class ObjectKind(Enum):
@@ -294,6 +294,6 @@ def _bare_references(first_pass: RewrittenText, tree: exp.Expression, lookup: Lo
                                     None, None, start, end)
         text = bindings[key].placeholder
         if table.args.get("alias") is None:
-            text += f" AS `{name.replace('`', '``')}`"
+            text += f" AS {backquote(name)}"
         replacements.append(Replacement(start, end, text))
     return list(bindings.values()), replacements

@@ -111,6 +111,11 @@ def split_statements(source: str) -> list[TokenStatement]:
     return statements
 
 
+def backquote(name: str) -> str:
+    """``name`` as a backquoted Spark SQL identifier (safe for any name, keywords included)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def quote_name(name: str) -> str:
     """``name`` as a Spark SQL identifier: bare when it is a plain identifier, else backquoted."""
-    return name if name.isidentifier() else "`" + name.replace("`", "``") + "`"
+    return name if name.isidentifier() else backquote(name)

@@ -13,6 +13,7 @@ from pyspark.sql.types import StructType
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP
 from ..language.queries import CompiledQuery, RefKind
+from ..language.tokens import backquote
 from ..storage.parts import PartStore
 from ..session import is_connect_session
 from .connect_sql import sql_with_frames
@@ -130,7 +131,7 @@ def conform_prefix(output: StructType, schema: StructType, query: CompiledQuery,
                                     f"columns are matched by position")
     casts = ", ".join(
         (f"_c{k}" if output.fields[k].dataType == field.dataType else f"CAST(_c{k} AS {field.dataType.simpleString()})")
-        + f" AS `{field.name.replace('`', '``')}`" for k, field in zip(keep, schema.fields))
+        + f" AS {backquote(field.name)}" for k, field in zip(keep, schema.fields))
     return f"SELECT {casts} FROM (\n"
 
 

@@ -91,7 +91,18 @@ class Maintainer:
         subscript = self.timeline.next_part(definition)
         if subscript is None:
             return None
-        has_parts = bool(self.catalog.state(definition.name).parts)
+        return self._step_at(definition, subscript, bool(self.catalog.state(definition.name).parts))
+
+    def latest_step(self, definition: ObjectDef) -> PendingStep | None:
+        """The view's newest stored part as a step that would compute it again (its references are
+        stored parts); None before its first part."""
+        parts = self.catalog.state(definition.name).parts
+        if not parts:
+            return None
+        subscript = max(parts)
+        return self._step_at(definition, subscript, any(s < subscript for s in parts))
+
+    def _step_at(self, definition: ObjectDef, subscript: int, has_parts: bool) -> PendingStep:
         how, query = self.compiled(definition).clause(subscript, has_parts)
         refs = self.timeline.resolve(query, definition, subscript)
         horizon = self.timeline.horizon()

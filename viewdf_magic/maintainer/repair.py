@@ -19,6 +19,7 @@ from ..errors import ViewDFError
 from .maintainer import MaintenanceFailure, Maintainer, PendingStep
 from .reports import StepReport
 from .timeline import existing
+from ..wording import plural
 
 REPAIR_SETTING = "repair"     # catalog setting: {"since": epoch seconds, "version": catalog version}
 
@@ -50,7 +51,7 @@ class RepairReport:
     def __str__(self) -> str:
         if not self.steps and not self.skipped:
             return "no view part depended on the late rows"
-        return (f"{len(self.steps)} view part(s) recomputed ({self.changed} changed, {self.unchanged} "
+        return (f"{plural(len(self.steps), 'view part')} recomputed ({self.changed} changed, {self.unchanged} "
                 f"unchanged), {self.skipped} skipped by early cutoff")
 
 

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from ..catalog.model import ObjectDef
 from ..commands.ingest import conform_by_name
-from ..demo import SEED, network_stream
+from ..network_example import SEED, network_stream
 from ..errors import ViewDFError
 from ..language.tokens import quote_name
 from ..timeparts import part_start, subscript_sql
@@ -21,7 +21,7 @@ PART = "__replay_part"
 
 @dataclass(frozen=True)
 class NetworkStream:
-    """The paper's synthetic network-monitoring stream (``demo.network_stream``) as a replay source."""
+    """The paper's synthetic network-monitoring stream (``network_example.network_stream``) as a replay source."""
 
     parts: int = 10
     pairs: int = 4

@@ -271,7 +271,7 @@ def _late_data_text(meta: PartMeta | None) -> str:
     if meta is None:
         return "no"
     if meta.repairs:
-        return f"yes, {meta.repairs} time(s)"
+        return f"yes, {plural(meta.repairs, 'time')}"
     if meta.late_rows:
         arrivals = ", ".join(f"{pd.Timestamp(t, unit='s'):%Y-%m-%d %H:%M:%S}" for t in meta.arrivals)
         return f"it received late rows (batches arrived {arrivals} UTC)"

@@ -12,30 +12,21 @@ import pandas as pd
 
 from ..errors import ViewDFError
 from ..language.statements import Describe, Step, Verify
-from ..maintainer.reports import StepReport
+from ..maintainer.reports import StepReport, named_spans
 from ..warehouse import Result
+from ..wording import plural
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
 DETAILED_STEPS = 5    # a STEP computing at most this many parts shows each one's full report
 
 
 def steps_summary(steps: list[StepReport]) -> str | None:
-    """One line naming the view parts a statement computed, e.g. ``Computed 2 view part(s) ...``."""
+    """One line naming the view parts a statement computed, e.g. ``Computed 2 view parts ...``."""
     if not steps:
         return None
-    spans: dict[str, list[pd.Timestamp]] = {}
-    for step in steps:
-        spans.setdefault(step.view, []).append(step.part_timestamp)
-    named = ", ".join(f"{view}[{_span(min(stamps), max(stamps))}]" for view, stamps in spans.items())
+    named = named_spans((step.view, step.part_timestamp) for step in steps)
     seconds = sum(step.seconds for step in steps)
-    return f"Computed {len(steps)} view part(s) in {seconds:.2f} s: {named}"
-
-
-def _span(first: pd.Timestamp, last: pd.Timestamp) -> str:
-    if first == last:
-        return f"{first:%Y-%m-%d %H:%M:%S}"
-    tail = "%H:%M:%S" if first.date() == last.date() else "%Y-%m-%d %H:%M:%S"
-    return f"{first:%Y-%m-%d %H:%M:%S} .. {last.strftime(tail)}"
+    return f"Computed {plural(len(steps), 'view part')} in {seconds:.2f} s: {named}"
 
 
 def table_text(rows: pd.DataFrame) -> str:
@@ -62,6 +53,7 @@ class ResultView:
     tables: list[tuple[str, pd.DataFrame]]   # further titled tables
     steps: str | None                 # one line naming the view parts computed...
     reports: list[StepReport]         # ...or their full reports, for a STEP of a few parts
+    sections: list[tuple[str, str]]   # titled long texts (ViewDFs, plans): folded in notebooks
 
     @classmethod
     def of(cls, result: Result, limit: int | None, hint: str) -> "ResultView":
@@ -79,15 +71,16 @@ class ResultView:
                       f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
         if isinstance(result.statement, Step) and len(result.steps) <= DETAILED_STEPS:
             return cls(result.message, result.detail, rows, footer, result.figure, result.tables, None,
-                       result.steps)
+                       result.steps, result.sections)
         return cls(result.message, result.detail, rows, footer, result.figure, result.tables,
-                   steps_summary(result.steps), [])
+                   steps_summary(result.steps), [], result.sections)
 
     def text(self) -> str:
         """The plain-text form, as printed by ``viewdf run`` and shown in terminals."""
         extra = [f"{title}:\n{table_text(table)}" for title, table in self.tables]
         parts = [self.message, *extra, self.detail, None if self.rows is None else table_text(self.rows),
-                 self.footer, self.steps, *(report.text() for report in self.reports)]
+                 self.footer, self.steps, *(report.text() for report in self.reports),
+                 *(f"\n--- {title} ---\n{text}" for title, text in self.sections)]
         return "\n".join(part for part in parts if part)
 
     def _repr_html_(self) -> str:
@@ -108,6 +101,8 @@ class ResultView:
         if self.steps:
             parts.append(f"<div style='color: gray'>{html.escape(self.steps)}</div>")
         parts += [report._repr_html_() for report in self.reports]
+        parts += [f"<details class='viewdf-section'><summary>{html.escape(title)}</summary>"
+                  f"<pre>{html.escape(text)}</pre></details>" for title, text in self.sections]
         return "\n".join(parts)
 
     def _repr_pretty_(self, printer, cycle: bool) -> None:  # type: ignore[no-untyped-def]

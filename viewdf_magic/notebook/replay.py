@@ -110,7 +110,7 @@ class Replay:
         catalog = self.warehouse.catalog
         doomed = sorted(catalog.downstream(self.stream), key=lambda d: d.created)
         statements = [d.origin or d.definition for d in doomed if d.owner is None]
-        self.warehouse.run(f"DROP STREAM `{self.stream}` CASCADE")
+        self.warehouse.run(f"DROP STREAM {quote_name(self.stream)} CASCADE")
         for statement in statements:
             self.warehouse.run(statement)
         self.views = [catalog.get(v.name) for v in self.views]
@@ -276,7 +276,7 @@ class Replay:
             self.explanation.value = ""
             return
         try:
-            result = self.warehouse.run(f"EXPLAIN VIEW {quote_name(view)}")[0]
+            result = self.warehouse.explain_view(view)
         except ViewDFError as error:
             self.explanation.value = f"<pre style='color: #b00'>{html.escape(str(error))}</pre>"
             return

@@ -73,7 +73,9 @@ class PartStore:
 
     # -- reading -------------------------------------------------------------------------
     def empty(self, definition: ObjectDef) -> DataFrame:
-        return self.spark.createDataFrame([], stored_schema(definition))
+        """No rows, with the stored columns; Spark plans it as an empty local scan (no RDD)."""
+        return self.spark.range(0).select(
+            [F.lit(None).cast(f.dataType).alias(f.name) for f in stored_schema(definition).fields]).where(F.lit(False))
 
     def read_parts(self, definition: ObjectDef, state: ObjectState, subscripts: list[int]) -> DataFrame:
         """The union of the given parts; missing or empty parts contribute nothing."""

@@ -1,0 +1,244 @@
+"""Interrupting a statement (Ctrl-C, Jupyter's Interrupt kernel) cancels its Spark jobs, publishes
+nothing half-done, keeps the parts published before, says which, and leaves the session usable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+import pandas as pd
+import pytest
+from pyspark.sql import functions as F
+
+from viewdf_magic import Warehouse
+from viewdf_magic.catalog.catalog import Catalog
+from viewdf_magic.catalog.filesystem import open_filesystem
+from viewdf_magic.errors import Interrupted
+
+START = pd.Timestamp("2015-01-01 10:00:00")
+SLOW = "viewdf_test_slow"          # a SQL function that returns its argument after SLOW_SECONDS
+SLOW_SECONDS = 0.5
+MINUTES = 12
+WAIT = 120.0                       # seconds any wait gives up after (a test that waits that long fails)
+
+STREAM_DDL = "CREATE STREAM S (ts TIMESTAMP, x INT) TIMESTAMP ts PARTITION LENGTH 60"
+VIEW_DDL = (f"CREATE VIEW V AS INITIALIZE V[i] AS SELECT ts, {SLOW}(x) AS x FROM S[i] "
+            f"UPDATE V[j] AS SELECT ts, {SLOW}(x) AS x FROM S[j] "
+            f"RECOMPUTE V[j] AS SELECT ts, x FROM S[j] PARTITION LENGTH 60")
+
+
+def insert(minutes: int) -> str:
+    """One row a minute into S from 10:00, x counting the minutes."""
+    rows = ", ".join(f"(TIMESTAMP '{START + pd.Timedelta(minutes=m)}', {m})" for m in range(minutes))
+    return f"INSERT INTO S VALUES {rows}"
+
+
+def slow_identity(seconds: float) -> Callable[[int], int]:
+    """A function for a Python UDF that returns its argument after ``seconds`` (defined here, so it is
+    shipped to Python workers by value)."""
+    def slow(value):  # type: ignore[no-untyped-def]   (hints would make PySpark guess a pandas UDF)
+        import time
+        time.sleep(seconds)
+        return value
+    return slow
+
+
+def wait_until(condition: Callable[[], object], what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def published_parts(path: Path, spark, name: str) -> list[int]:
+    """The subscripts of ``name``'s parts in the warehouse's newest catalog, read as another process would."""
+    catalog = Catalog(open_filesystem(spark, str(path)))
+    return sorted(catalog.state(name).parts) if catalog.get(name) is not None else []
+
+
+def kept_message(parts: list[int]) -> str:
+    """The message of an interrupted STEP that published ``parts`` (subscripts of minutes) of V."""
+    first, last = (pd.Timestamp(p * 60, unit="s") for p in (parts[0], parts[-1]))
+    span = f"{first:%Y-%m-%d %H:%M:%S}" if len(parts) == 1 else f"{first:%Y-%m-%d %H:%M:%S} .. {last:%H:%M:%S}"
+    noun = "view part" if len(parts) == 1 else "view parts"
+    return f"Interrupted: kept {len(parts)} {noun} (V[{span}]); the part being computed was not published."
+
+
+@contextmanager
+def interrupted_when(ready: Callable[[], bool]) -> Iterator[None]:
+    """Within the block, send this process SIGINT once ``ready()``, with the default handler that
+    raises KeyboardInterrupt in the main thread (as ipykernel installs while a cell runs)."""
+    done = threading.Event()
+
+    def send() -> None:
+        while not done.is_set():
+            if ready():
+                os.kill(os.getpid(), signal.SIGINT)
+                return
+            time.sleep(0.05)
+
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    sender = threading.Thread(target=send, daemon=True)
+    try:
+        sender.start()
+        yield
+    finally:
+        done.set()
+        sender.join()
+        signal.signal(signal.SIGINT, previous)
+
+
+def finished_status(spark, job: int) -> str:
+    tracker = spark.sparkContext.statusTracker()
+    wait_until(lambda: tracker.getJobInfo(job).status != "RUNNING", f"job {job} to end")
+    return tracker.getJobInfo(job).status
+
+
+@pytest.fixture(scope="module")
+def slow_function(spark):
+    spark.udf.register(SLOW, slow_identity(SLOW_SECONDS), "int")
+    return SLOW
+
+
+def test_interrupted_ingest_cancels_its_job_and_publishes_nothing(spark, make_warehouse, tmp_path):
+    warehouse = make_warehouse()
+    warehouse.run(STREAM_DDL)
+    version = warehouse.catalog.version
+    slow_x = F.udf(slow_identity(SLOW_SECONDS), "int")
+    batch = spark.createDataFrame(pd.DataFrame({"ts": [START + pd.Timedelta(seconds=s) for s in range(16)],
+                                                "x": range(16)})).select("ts", slow_x("x").alias("x"))
+    tracker = spark.sparkContext.statusTracker()
+    before = set(tracker.getJobIdsForGroup())
+    jobs: list[int] = []
+
+    def running() -> bool:       # the ingest's first job (counting the batch) runs the slow function
+        jobs.extend(set(tracker.getActiveJobsIds()) - before)
+        return bool(jobs)
+
+    with interrupted_when(running), pytest.raises(Interrupted) as stopped:
+        warehouse.ingest("S", batch)        # 16 rows, 8 per task: 4 s unless cancelled
+    assert str(stopped.value) == "Interrupted: no part was published."
+    assert finished_status(spark, jobs[0]) == "FAILED"          # cancelled; it would have succeeded
+    assert spark.range(5).count() == 5                           # py4j hands out no stale answer
+    assert warehouse.execute("SELECT count(*) AS n FROM S")["n"].tolist() == [0]
+    assert warehouse.catalog.version == version and published_parts(tmp_path / "wh", spark, "S") == []
+    other = Warehouse(str(tmp_path / "wh"), spark=spark, progress=False, lock_timeout=2)
+    other.run(f"INSERT INTO S VALUES (TIMESTAMP '{START}', 1)")  # the writer lock was released
+    assert published_parts(tmp_path / "wh", spark, "S") == [START.value // 60_000_000_000]
+
+
+def test_interrupted_step_keeps_the_parts_it_published(spark, make_warehouse, tmp_path, slow_function):
+    warehouse = make_warehouse()
+    warehouse.run(f"{STREAM_DDL}; {insert(MINUTES)}; SET MAINTENANCE MANUAL; {VIEW_DDL}")
+    stream = published_parts(tmp_path / "wh", spark, "S")
+    assert len(stream) == MINUTES
+
+    with interrupted_when(lambda: len(published_parts(tmp_path / "wh", spark, "V")) >= 2), \
+            pytest.raises(Interrupted) as stopped:
+        warehouse.run("STEP ALL")           # 12 parts, 0.5 s each unless interrupted
+    kept = published_parts(tmp_path / "wh", spark, "V")
+    assert 2 <= len(kept) < MINUTES and kept == stream[:len(kept)]
+    assert str(stopped.value) == kept_message(kept)
+    assert [s.subscript for s in warehouse.history()][-len(kept):] == kept
+    verified = warehouse.run("VERIFY VIEW V")[0]
+    assert verified.message == f"V: all {len(kept)} parts equal their recomputation."
+    warehouse.run("STEP ALL")
+    assert published_parts(tmp_path / "wh", spark, "V") == stream
+    assert warehouse.execute("SELECT sum(x) AS total FROM V")["total"].tolist() == [sum(range(MINUTES))]
+
+
+class Kernel:
+    """An IPython kernel driven cell by cell, as a notebook front end drives it."""
+
+    def __init__(self) -> None:
+        from jupyter_client import KernelManager
+        self.manager = KernelManager(kernel_name="python3")
+        self.manager.start_kernel()
+        self.client = self.manager.client()
+        self.client.start_channels()
+        self.client.wait_for_ready(timeout=WAIT)
+
+    def start(self, code: str) -> str:
+        return self.client.execute(code)
+
+    def finish(self, msg_id: str) -> tuple[dict, str]:
+        """The cell's reply, and the text of everything it showed (streams, results, tracebacks)."""
+        shown = []
+        while True:
+            message = self.client.get_iopub_msg(timeout=WAIT)
+            if message["parent_header"].get("msg_id") != msg_id:
+                continue
+            content = message["content"]
+            if message["msg_type"] == "status" and content["execution_state"] == "idle":
+                break
+            shown.append(content.get("text", "") + content.get("data", {}).get("text/plain", "")
+                         + "\n".join(content.get("traceback", [])))
+        while True:
+            reply = self.client.get_shell_msg(timeout=WAIT)
+            if reply["parent_header"].get("msg_id") == msg_id:
+                return reply["content"], "\n".join(shown)
+
+    def run(self, code: str) -> str:
+        reply, shown = self.finish(self.start(code))
+        assert reply["status"] == "ok", shown
+        return shown
+
+    def stop(self) -> None:
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=True)
+
+
+@pytest.fixture
+def kernel():
+    started = Kernel()
+    yield started
+    started.stop()
+
+
+def test_interrupting_the_kernel_stops_the_cell_and_keeps_what_was_published(kernel, spark, tmp_path):
+    path = tmp_path / "wh"
+    kernel.run("%load_ext viewdf_magic")
+    kernel.run("from pyspark.sql import SparkSession\n"
+               "spark = (SparkSession.builder.master('local[2]').config('spark.ui.enabled', 'false')"
+               ".config('spark.sql.shuffle.partitions', '2').getOrCreate())\n"
+               f"spark.udf.register({SLOW!r}, lambda x: __import__('time').sleep({SLOW_SECONDS}) or x, 'int')")
+    kernel.run(f"%%viewdf --warehouse {path}\n{STREAM_DDL};\n{insert(40)}")
+
+    # CREATE VIEW computes its parts in one transaction with its definition: interrupted, it publishes nothing
+    data = path / "data"
+    folders = set(data.iterdir())
+    cell = kernel.start(f"%%viewdf\n{VIEW_DDL}")
+    wait_until(lambda: set(data.iterdir()) - folders, "the backfill to write a part")
+    kernel.manager.interrupt_kernel()
+    reply, shown = kernel.finish(cell)
+    assert (reply["status"], reply["ename"]) == ("error", "StatementFailed")
+    assert reply["evalue"] == "Interrupted: no part was published."
+    assert "Traceback" not in shown and "KeyboardInterrupt" not in shown
+    assert published_parts(path, spark, "V") == []
+
+    # STEP publishes part by part: interrupted, it keeps what it published
+    kernel.run(f"%%viewdf\nSET MAINTENANCE MANUAL;\n{VIEW_DDL}")
+    cell = kernel.start("%%viewdf\nSTEP ALL")
+    wait_until(lambda: len(published_parts(path, spark, "V")) >= 2, "two parts of V")
+    kernel.manager.interrupt_kernel()
+    reply, shown = kernel.finish(cell)
+    kept = published_parts(path, spark, "V")
+    stream = published_parts(path, spark, "S")
+    assert 2 <= len(kept) < len(stream) and kept == stream[:len(kept)]
+    assert (reply["status"], reply["ename"], reply["evalue"]) == ("error", "StatementFailed", kept_message(kept))
+    assert "Traceback" not in shown and "KeyboardInterrupt" not in shown
+
+    # the kernel goes on: Spark answers the next cells, and what was kept equals its recomputation
+    shown = kernel.run("%%viewdf\nVERIFY VIEW V")
+    assert f"V: all {len(kept)} parts equal their recomputation." in shown
+    shown = kernel.run("rows = %viewdf SELECT count(*) AS n, sum(x) AS total FROM V\nprint(rows.collect())")
+    assert f"Row(n={len(kept)}, total={sum(range(len(kept)))})" in shown
+    other = Warehouse(str(path), spark=spark, progress=False, lock_timeout=2)
+    other.run(f"INSERT INTO S VALUES (TIMESTAMP '{START + pd.Timedelta(minutes=40)}', 40)")   # the lock is free
+    assert published_parts(path, spark, "S") == stream + [stream[-1] + 1]
+

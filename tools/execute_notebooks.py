@@ -1,0 +1,36 @@
+"""Run every notebook in notebooks/ top to bottom on a fresh kernel and save it with its outputs,
+so the repository's preview shows them (``./run notebooks``). tests/test_notebooks.py runs them
+again and fails when the saved outputs no longer match what the notebooks now show."""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+
+
+def execute(path: Path, working_directory: str) -> nbformat.NotebookNode:
+    """``path`` run on a fresh python3 kernel in ``working_directory``; outputs kept, cell timings and
+    widget state not (they change on every run and say nothing to a reader)."""
+    notebook = nbformat.read(path, as_version=4)
+    NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False, store_widget_state=False,
+                   resources={"metadata": {"path": working_directory}}).execute()
+    return notebook
+
+
+def main(names: list[str]) -> int:
+    paths = [NOTEBOOKS / f"{name.removesuffix('.ipynb')}.ipynb" for name in names] or sorted(NOTEBOOKS.glob("*.ipynb"))
+    for number, path in enumerate(paths, 1):
+        print(f"[{number}/{len(paths)}] {path.name}", flush=True)
+        with tempfile.TemporaryDirectory(prefix="viewdf-notebook-") as folder:
+            nbformat.write(execute(path, folder), path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,79 @@
+"""Cancelling a statement's Spark jobs when the user interrupts it (Ctrl-C, Jupyter's Interrupt kernel)."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from contextlib import contextmanager
+from typing import Iterator
+
+from pyspark.sql import SparkSession
+
+from ..session import is_connect_session
+
+CANCEL_ATTEMPTS = 3
+
+
+@contextmanager
+def cancel_on_interrupt(spark: SparkSession) -> Iterator[str]:
+    """Tag the Spark jobs this thread starts inside the block with a new tag (yielded); on
+    KeyboardInterrupt, cancel every job carrying it and raise KeyboardInterrupt (also when cleanup
+    code on the way out failed because of it, e.g. on py4j's dropped connection).
+
+    A classic session's tags (``SparkSession.addTag``) live in the JVM thread of the Python thread's
+    py4j connection, and py4j drops that connection when an interrupt arrives while it waits for an
+    answer, so ``interruptTag`` would find no tag; a SparkContext job tag is cancelled from any
+    thread instead. Spark Connect keeps its tags on the client."""
+    tag = f"viewdf-{uuid.uuid4().hex}"
+    if is_connect_session(spark):
+        add, remove, cancel = spark.addTag, spark.removeTag, spark.interruptTag
+        reconnecting: tuple[type[Exception], ...] = ()
+    else:
+        from py4j.protocol import Py4JNetworkError
+
+        context = spark.sparkContext
+        add, remove, cancel = context.addJobTag, context.removeJobTag, context.cancelJobsWithTag
+        reconnecting = (Py4JNetworkError,)
+    add(tag)
+    handled = (KeyboardInterrupt, *reconnecting)
+    loggers = [logging.getLogger(name) for name in ("", "py4j.java_gateway", "py4j.clientserver")]
+
+    def unhandled(record: logging.LogRecord) -> bool:
+        """py4j logs with a traceback the interrupt, its connection's shutdown and the reconnection,
+        all handled here (or raised as the statement's error)."""
+        return not (record.exc_info and (record.name.startswith("py4j") or issubclass(record.exc_info[0], handled)))
+
+    for logger in loggers:
+        logger.addFilter(unhandled)
+    try:
+        yield tag
+    except BaseException as error:
+        if not _interrupted(error):
+            raise
+        for attempt in range(CANCEL_ATTEMPTS):     # py4j's first answer after dropping a connection may be empty
+            try:
+                cancel(tag)
+                break
+            except reconnecting:
+                if attempt == CANCEL_ATTEMPTS - 1:
+                    raise
+        if not reconnecting:      # a classic tag went with the JVM thread of the connection py4j dropped
+            remove(tag)
+        if isinstance(error, KeyboardInterrupt):
+            raise
+        raise KeyboardInterrupt from error
+    else:
+        remove(tag)
+    finally:
+        for logger in loggers:
+            logger.removeFilter(unhandled)
+
+
+def _interrupted(error: BaseException) -> bool:
+    """A KeyboardInterrupt, or an error raised while one was being handled."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, KeyboardInterrupt):
+            return True
+        seen = seen.__context__
+    return False
