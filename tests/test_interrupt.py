@@ -19,6 +19,8 @@ from viewdf_magic import Warehouse
 from viewdf_magic.catalog.catalog import Catalog
 from viewdf_magic.catalog.filesystem import open_filesystem
 from viewdf_magic.errors import Interrupted
+from viewdf_magic.network_example import NETWORK_DDL, network_stream
+from viewdf_magic.notebook.replay import Replay
 
 START = pd.Timestamp("2015-01-01 10:00:00")
 SLOW = "viewdf_test_slow"          # a SQL function that returns its argument after SLOW_SECONDS
@@ -242,3 +244,20 @@ def test_interrupting_the_kernel_stops_the_cell_and_keeps_what_was_published(ker
     other.run(f"INSERT INTO S VALUES (TIMESTAMP '{START + pd.Timedelta(minutes=40)}', 40)")   # the lock is free
     assert published_parts(path, spark, "S") == stream + [stream[-1] + 1]
 
+
+
+def test_an_interrupt_while_waiting_pauses_a_replay(make_warehouse, tmp_path, spark):
+    warehouse = make_warehouse()
+    warehouse.execute(NETWORK_DDL)
+    replay = Replay(warehouse, "M", network_stream(parts=8, pairs=2))
+    replay.play()
+    with interrupted_when(lambda: replay.position >= 1), pytest.raises(KeyboardInterrupt):
+        replay.wait()
+    assert not replay.playing                          # the worker stopped with the interrupt
+    stopped_at = replay.position
+    assert 1 <= stopped_at < 8
+    # every batch it ingested is whole: M has exactly those minutes, and Helper is maintained up to them
+    assert len(published_parts(tmp_path / "wh", spark, "M")) == stopped_at
+    assert len(published_parts(tmp_path / "wh", spark, "Helper")) == stopped_at
+    replay.play()                                      # and play resumes with the next batch
+    assert replay.wait(WAIT) and replay.position == 8

@@ -95,12 +95,21 @@ class Replay:
         self._stop.set()
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the worker to stop; False if it still runs after ``timeout`` seconds."""
+        """Wait for the worker to stop; False if it still runs after ``timeout`` seconds.
+
+        An interrupt (Interrupt kernel, Ctrl-C) while waiting pauses the replay: the batch being
+        ingested is finished and published whole, the worker stops, and the interrupt goes on."""
         worker = self._worker
-        if worker is not None:
+        if worker is None:
+            return True
+        try:
             worker.join(timeout)
-            return not worker.is_alive()
-        return True
+        except KeyboardInterrupt:
+            self.pause()
+            while self._worker is worker:     # an interrupted join marks the thread finished: poll instead
+                time.sleep(0.05)
+            raise
+        return not worker.is_alive()
 
     def reset(self) -> None:
         """Pause, then drop the stream and the views reading it and create them again, empty,
