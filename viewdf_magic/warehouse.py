@@ -27,7 +27,7 @@ from .translation.pattern_query import find_pattern
 from .commands.ingest import (MAX_NEW_PARTS, IngestReport, Ingester, conform_by_name, conform_by_position,
                               stream_schema_check)
 from .errors import Interrupted, ViewDFError
-from .wording import plural
+from .wording import agreeing, plural
 from .language import statements as st
 from .language.parser import VACUUM_RETAIN_SECONDS, parse
 from .language.source import Fragment
@@ -701,8 +701,8 @@ class Warehouse:
         doomed = self.catalog.downstream(definition.name)
         if len(doomed) > 1 and not statement.cascade:
             names = ", ".join(d.name for d in doomed[1:])
-            verb = "depends" if len(doomed) == 2 else "depend"
-            raise statement.fragment.error(f"cannot drop {definition.name}: {names} {verb} on it; "
+            raise statement.fragment.error(f"cannot drop {definition.name}: {names} "
+                                           f"{agreeing(len(doomed) - 1, 'depends', 'depend')} on it; "
                                            f"use DROP {statement.kind} {definition.name} CASCADE",
                                            statement.name.start, statement.name.end)
         dropped = self._drop_objects(doomed)

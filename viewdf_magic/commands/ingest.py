@@ -25,7 +25,7 @@ from ..maintainer.spark_errors import SPARK_ERRORS, spark_error, summary
 from ..session import is_connect_session
 from ..storage.parts import PART_COLUMN, PartStore, part_fingerprint
 from ..timeparts import format_part, subscript_sql
-from ..wording import plural
+from ..wording import agreeing, plural
 
 MAX_NEW_PARTS = 100_000
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "json",
@@ -72,9 +72,9 @@ def conform_by_name(frame: DataFrame, schema: StructType, error: ErrorAt) -> Dat
     if missing or extra:
         parts = []
         if missing:
-            parts.append(f"missing {'column' if len(missing) == 1 else 'columns'} {', '.join(missing)}")
+            parts.append(f"missing {agreeing(len(missing), 'column', 'columns')} {', '.join(missing)}")
         if extra:
-            parts.append(f"unexpected {'column' if len(extra) == 1 else 'columns'} {', '.join(extra)}")
+            parts.append(f"unexpected {agreeing(len(extra), 'column', 'columns')} {', '.join(extra)}")
         raise error(f"schema mismatch: {'; '.join(parts)} (expected {', '.join(schema.fieldNames())})")
     return _cast(frame, [(available[f.name.lower()], f) for f in schema.fields], error)
 
@@ -87,7 +87,7 @@ def conform_by_position(frame: DataFrame, schema: StructType, columns: list[str]
         by_name = {f.name.lower(): f for f in fields}
         unknown = [c for c in columns if c.lower() not in by_name]
         if unknown:
-            raise error(f"schema mismatch: no {'column' if len(unknown) == 1 else 'columns'} {', '.join(unknown)} "
+            raise error(f"schema mismatch: no {agreeing(len(unknown), 'column', 'columns')} {', '.join(unknown)} "
                         f"(columns are {', '.join(schema.fieldNames())})")
         fields = [by_name[c.lower()] for c in columns]
     if len(frame.columns) != len(fields):
@@ -229,7 +229,8 @@ class Ingester:
         nulls = sum(row["count"] for row in counts if row["s"] is None)
         column = definition.timestamp_column
         if nulls:
-            raise error(f"{plural(nulls, 'row')} {'has' if nulls == 1 else 'have'} a NULL timestamp in column {column}; nothing was written")
+            raise error(f"{plural(nulls, 'row')} {agreeing(nulls, 'has', 'have')} a NULL timestamp in column {column}; "
+                        "nothing was written")
         if not parts:
             return
         length = definition.partition_length
@@ -239,13 +240,13 @@ class Ingester:
             too_late = sorted(s for s in parts if newest - s > state.lateness)
             if too_late:
                 late_rows = sum(parts[s] for s in too_late)
-                raise error(f"{plural(late_rows, 'row')} {'is' if late_rows == 1 else 'are'} more than ALLOWED LATENESS "
+                raise error(f"{plural(late_rows, 'row')} {agreeing(late_rows, 'is', 'are')} more than ALLOWED LATENESS "
                             f"{state.lateness} PARTS behind the newest part of {definition.name} "
                             f"({format_part(newest, length)}); the oldest is for {format_part(too_late[0], length)}. "
                             f"Nothing was written")
         if state.dropped_before is not None and min(parts) < state.dropped_before:
             dropped_rows = sum(n for s, n in parts.items() if s < state.dropped_before)
-            raise error(f"{plural(dropped_rows, 'row')} {'belongs' if dropped_rows == 1 else 'belong'} to parts "
+            raise error(f"{plural(dropped_rows, 'row')} {agreeing(dropped_rows, 'belongs', 'belong')} to parts "
                         f"of {definition.name} before {format_part(state.dropped_before, length)}, which retention "
                         f"dropped; nothing was written")
         if newest is not None and min(parts) <= newest:

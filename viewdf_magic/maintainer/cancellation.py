@@ -7,6 +7,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
+from py4j.protocol import Py4JNetworkError
 from pyspark.sql import SparkSession
 
 from ..session import is_connect_session
@@ -29,8 +30,6 @@ def cancel_on_interrupt(spark: SparkSession) -> Iterator[str]:
         add, remove, cancel = spark.addTag, spark.removeTag, spark.interruptTag
         reconnecting: tuple[type[Exception], ...] = ()
     else:
-        from py4j.protocol import Py4JNetworkError
-
         context = spark.sparkContext
         add, remove, cancel = context.addJobTag, context.removeJobTag, context.cancelJobsWithTag
         reconnecting = (Py4JNetworkError,)

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 
 from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
+from ..wording import plural
 from .maintainer import MaintenanceFailure, Maintainer, PendingStep
 from .reports import StepReport
 from .timeline import existing
-from ..wording import plural
 
 REPAIR_SETTING = "repair"     # catalog setting: {"since": epoch seconds, "version": catalog version}
 

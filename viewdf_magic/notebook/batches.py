@@ -10,9 +10,9 @@ from pyspark.sql import functions as F
 
 from ..catalog.model import ObjectDef
 from ..commands.ingest import conform_by_name
-from ..network_example import SEED, network_stream
 from ..errors import ViewDFError
 from ..language.tokens import quote_name
+from ..network_example import SEED, network_stream
 from ..timeparts import part_start, subscript_sql
 from ..warehouse import Warehouse
 
