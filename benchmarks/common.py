@@ -12,9 +12,12 @@ from pyspark.sql import functions as F
 FIRST_PART = 23668440          # 2015-01-01 10:00 UTC, minute parts
 
 
-def bench_session() -> SparkSession:
-    """The same local[2] session shape as the NOTES calibration runs."""
-    spark = (SparkSession.builder.master("local[2]").appName("viewdf-bench")
+def bench_session(**config: str) -> SparkSession:
+    """The same local[2] session shape as the NOTES calibration runs, plus ``config``."""
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    spark = (builder.master("local[2]").appName("viewdf-bench")
              .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
              .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "4")
              .config("spark.driver.memory", "6g").getOrCreate())

@@ -747,7 +747,7 @@ class Warehouse:
         sections: list[tuple[str, str]] = []
         for view in explained:
             line, plans = self._explain_steps(view)
-            summary.append(line)
+            summary += [line, self.maintainer.jobless_summary(view)]
             sections += [(f"ViewDF of {view.name}", inspect.describe_text(view)), *plans]
         summary.append("The parts each next step reads:")
         table = self.maintainer.pending()
@@ -761,9 +761,11 @@ class Warehouse:
         step = self.maintainer.pending_step(definition)
         if step is None:
             return f"Next part of {definition.name}: unknown until every source has a part.", []
+        empty_because = self.maintainer.known_empty(step) if step.ready else None
         line = (f"Next part: {definition.name}[{step.subscript}] "
                 f"({format_part(step.subscript, definition.partition_length)}), {step.how.upper()}, "
-                f"{'ready' if step.ready else 'waiting'}.")
+                f"{'ready' if step.ready else 'waiting'}"
+                + (f", recorded empty without a Spark job ({empty_because})." if empty_because else "."))
         shown, which = step, f"the next part of {definition.name}"
         latest = None if step.ready else self.maintainer.latest_step(definition)
         if latest is not None and latest.ready:

@@ -48,6 +48,15 @@ class QueryRunner:
             return self.store.empty(definition)
         return self.store.read_parts(definition, state, existing(ref.subscripts, state.parts))
 
+    def is_empty(self, ref: ResolvedRef) -> bool:
+        """Whether ``frame(ref)`` has no rows, known from the catalog alone."""
+        if ref.binding.kind is RefKind.CATALOG:
+            return False
+        state = self.catalog.states.get(ref.definition.key)
+        if ref.binding.kind is RefKind.TABLE:
+            return state is None or not state.table_folders
+        return state is None or not self.store.with_rows(state, existing(ref.subscripts, state.parts))
+
     @contextmanager
     def bound(self, query: CompiledQuery, refs: list[ResolvedRef], frames: dict[str, DataFrame] | None = None,
               context: str = "", schema: StructType | None = None, clause: str = "") -> Iterator[DataFrame]:

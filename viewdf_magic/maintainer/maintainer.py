@@ -15,12 +15,13 @@ from tqdm.auto import tqdm
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
+from ..language.emptiness import EmptyWhen, empty_when
 from ..language.queries import CompiledQuery
-from ..storage.parts import PartStore
+from ..storage.parts import EMPTY_CHECKSUM, PartStore
 from ..timeparts import format_part, part_start
 from .execute import QueryRunner, explain_text
 from .reports import ReferenceReport, StepReport
-from .timeline import ResolvedRef, Timeline, existing
+from .timeline import ResolvedRef, Timeline, check_retained, existing
 from .views import CompiledView, ViewDefiner, compile_existing
 
 PROGRESS_MIN_STEPS = 10
@@ -59,6 +60,11 @@ class PendingStep:
     ready: bool
 
 
+def empty_rule(query: CompiledQuery) -> EmptyWhen:
+    """When ``query`` certainly returns no rows, over its placeholders (analysed once per query text)."""
+    return empty_when(query.sql, frozenset(binding.placeholder for binding in query.bindings))
+
+
 class Maintainer:
     """Owns readiness (NEXT[V] and its references) and runs maintenance steps."""
 
@@ -74,6 +80,7 @@ class Maintainer:
         self.history: deque[StepReport] = deque(maxlen=HISTORY_SIZE)
         self.failures: list[MaintenanceFailure] = []      # of the latest step() or cascade()
         self._compiled: dict[str, CompiledView] = {}
+        self.jobless_empty_parts = True     # record parts known to be empty without a Spark job
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
         cached = self._compiled.get(definition.key)
@@ -202,10 +209,16 @@ class Maintainer:
         started = time.perf_counter()
         lineage = self.timeline.lineage(refs)
         references = self._reference_reports(step)
-        with self.runner.bound(query, refs, context=context, schema=definition.schema,
-                               clause=how.upper()) as frame:
-            plan_text = explain_text(frame) if plan else None
-            folder, rows, checksum = self.store.write_part(definition, subscript, frame)
+        empty_because = self.known_empty(step)
+        if empty_because is not None:
+            check_retained(self.catalog, query, refs)
+            folder, rows, checksum = "", 0, EMPTY_CHECKSUM
+            plan_text = f"No Spark job: the query returns no rows when {empty_because}." if plan else None
+        else:
+            with self.runner.bound(query, refs, context=context, schema=definition.schema,
+                                   clause=how.upper()) as frame:
+                plan_text = explain_text(frame) if plan else None
+                folder, rows, checksum = self.store.write_part(definition, subscript, frame)
         seconds = time.perf_counter() - started
         repair = ""
         if previous is not None and previous.checksum == checksum and previous.how == how:
@@ -224,6 +237,32 @@ class Maintainer:
                             self._preview_loader(definition, subscript), repair)
         self.history.append(report)
         return report
+
+    def known_empty(self, step: PendingStep) -> str | None:
+        """When ``step``'s inputs make its part certainly empty: which of them are empty, in words
+        (e.g. ``M[5] is empty``); None when a Spark job must compute it."""
+        if not self.jobless_empty_parts:
+            return None
+        rule = empty_rule(step.query)
+        if rule.never:
+            return None
+        refs = {ref.binding.placeholder: ref for ref in step.refs}
+        if not rule.holds(lambda placeholder: self.runner.is_empty(refs[placeholder])):
+            return None
+        return rule.describe({placeholder: ref.text for placeholder, ref in refs.items()})
+
+    def jobless_summary(self, definition: ObjectDef) -> str:
+        """EXPLAIN VIEW's sentence on which of the view's parts are recorded without a Spark job."""
+        view = self.compiled(definition)
+        clauses = [("INITIALIZE", view.initialize), ("UPDATE", view.update), ("RECOMPUTE", view.recompute)]
+        rules = [(name, query, empty_rule(query)) for name, query in clauses if query is not None]
+        known = [f"{name} when {rule.describe({b.placeholder: b.text for b in query.bindings})}"
+                 for name, query, rule in rules if not rule.never]
+        if not known:
+            return (f"Every part of {definition.name} runs a Spark job: its query's shape does not guarantee "
+                    f"an empty result when some of its inputs are empty.")
+        return (f"A part of {definition.name} is recorded empty without a Spark job ({'; '.join(known)}); "
+                f"the catalog knows every input part's row count.")
 
     def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
         @functools.lru_cache(maxsize=2)      # a notebook renders a report as text and as HTML

