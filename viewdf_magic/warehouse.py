@@ -749,6 +749,9 @@ class Warehouse:
             line, plans = self._explain_steps(view)
             summary += [line, self.maintainer.jobless_summary(view)]
             sections += [(f"ViewDF of {view.name}", inspect.describe_text(view)), *plans]
+        summary += [self.maintainer.range_plan(view).describe(view.name) for view in
+                    [*explained, *(d for d in self.catalog.views() if d.owner and d.owner.lower() == definition.key
+                                   and d not in explained)]]
         summary.append("The parts each next step reads:")
         table = self.maintainer.pending()
         return Result(statement, detail="\n\n".join(summary),

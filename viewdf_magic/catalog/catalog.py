@@ -34,6 +34,7 @@ class Catalog:
         self.garbage: dict[str, float] = {}     # data folders no part references any more -> since when
         self.version = 0
         self._pending: list[dict] | None = None     # actions of an open transaction
+        self._grouped: list[dict] | None = None     # actions applied but not yet published (``grouped``)
         self._load()
 
     # -- persistence ---------------------------------------------------------------------
@@ -61,7 +62,7 @@ class Catalog:
 
     def refresh(self) -> bool:
         """Apply entries other processes published since; True if there were any."""
-        if self._pending is not None:
+        if self._pending is not None or self._grouped:
             return False
         start = self.version
         while self.fs.exists(f"{LOG}/{self.version + 1:020d}.json"):
@@ -74,12 +75,17 @@ class Catalog:
         if not actions:
             return
         version = self.version + 1
-        if self._pending is not None:
-            self._pending.extend(actions)
+        if self._pending is not None or self._grouped is not None:
+            (self._pending if self._pending is not None else self._grouped).extend(actions)
             self._apply_all(actions, version)
             return
+        self._publish(actions)
+
+    def _publish(self, actions: list[dict]) -> None:
+        version = self.version + 1
         self.fs.write_text(f"{LOG}/{version:020d}.json", json.dumps({"version": version, "actions": actions}))
-        self._apply_all(actions, version)
+        if self._grouped is None:
+            self._apply_all(actions, version)
         self.version = version
         if version % CHECKPOINT_EVERY == 0:
             self._checkpoint()
@@ -101,6 +107,29 @@ class Catalog:
             raise
         actions, self._pending = self._pending, None
         self.commit(actions)
+
+    @contextmanager
+    def grouped(self) -> Iterator[None]:
+        """Apply commits at once but publish them together: at ``flush`` or when the block ends, even by
+        an exception (each commit is complete on its own). Many small commits (parts recorded without a
+        Spark job) then cost one log entry. Inside a transaction, the transaction already groups them."""
+        if self._pending is not None or self._grouped is not None:
+            yield
+            return
+        self._grouped = []
+        try:
+            yield
+        finally:
+            try:
+                self.flush()
+            finally:
+                self._grouped = None
+
+    def flush(self) -> None:
+        """Publish the commits of a ``grouped`` block made so far (before a long Spark job, say)."""
+        if self._grouped:
+            actions, self._grouped = self._grouped, []
+            self._publish(actions)
 
     def _checkpoint(self) -> None:
         snapshot = {"version": self.version, "settings": self.settings, "garbage": self.garbage,

@@ -52,6 +52,17 @@ class Subscript:
                 period = math.lcm(period, abs(_evaluate(node.right, {})) or 1)
         return period
 
+    def offset(self, variable: str) -> int | None:
+        """c when the subscript is ``variable + c`` for every value (``j-1``, ``j``, ``2+j-3``); None for
+        anything else (``j/30*60``, ``j*2``, a constant)."""
+        if variable not in self.variables or self.period(variable) != 1:
+            return None
+        try:
+            shifts = {self.evaluate({variable: j}) - j for j in (-7, 0, 1, 59, 1_000_003)}
+        except ZeroDivisionError:
+            return None
+        return shifts.pop() if len(shifts) == 1 else None
+
     def smallest_from(self, variable: str, start: int) -> int | None:
         """The smallest value for ``variable`` >= ``start`` (subscripts such as ``j-2*((j-59)%30)`` go
         back and forth). None when there is none, or it cannot be found cheaply."""

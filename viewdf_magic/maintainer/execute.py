@@ -12,6 +12,7 @@ from pyspark.sql.types import StructType
 
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP
+from ..language.lifting import RESERVED_PREFIX
 from ..language.queries import CompiledQuery, RefKind
 from ..language.tokens import backquote
 from ..storage.parts import PartStore
@@ -73,7 +74,7 @@ class QueryRunner:
             given = (frames or {}).get(ref.binding.placeholder)
             named[ref.binding.placeholder] = given if given is not None else self.frame(ref)
         shift = 0
-        with self._named(named) as sql:
+        with self.named(named) as sql:
             try:
                 if schema is None:
                     result = sql(query.sql)
@@ -105,7 +106,7 @@ class QueryRunner:
         return known
 
     @contextmanager
-    def _named(self, frames: dict[str, DataFrame]) -> Iterator[Callable[[str], DataFrame]]:
+    def named(self, frames: dict[str, DataFrame]) -> Iterator[Callable[[str], DataFrame]]:
         """Yield a function that runs SQL in which each name of ``frames`` is that frame: temp views
         for the block on a classic session; on Spark Connect, frames carried inside the plan."""
         if is_connect_session(self.spark):
@@ -126,13 +127,18 @@ def _positional(columns: list[str]) -> str:
     return ", ".join(f"_c{k}" for k in range(len(columns)))
 
 
-def conform_prefix(output: StructType, schema: StructType, query: CompiledQuery, clause: str) -> str:
+def conform_prefix(output: StructType, schema: StructType, query: CompiledQuery, clause: str,
+                   carried: str | None = None) -> str:
     """The SQL that opens ``SELECT CAST(..) AS .. FROM (`` around a query to match ``schema`` by position.
 
     Columns that already have the right type are not cast, so Spark keeps reporting run-time
-    errors at the user's expression rather than at the cast."""
+    errors at the user's expression rather than at the cast. With ``carried`` (a lifted query, see
+    language/lifting.py), the query's last column is the part of each row: it is kept under that name,
+    and the part columns the lifting added elsewhere are dropped with PART_TIMESTAMP."""
     columns = output.fieldNames()
-    keep = [k for k, name in enumerate(columns) if name.upper() != PART_TIMESTAMP]
+    last = len(columns) - 1 if carried else len(columns)
+    keep = [k for k, name in enumerate(columns[:last])
+            if name.upper() != PART_TIMESTAMP and not (carried and name.startswith(RESERVED_PREFIX))]
     if len(keep) != len(schema.fields):
         names = ", ".join(columns[k] for k in keep)
         raise query.rewritten.error(f"{clause} returns {len(keep)} columns ({names}) but the view has "
@@ -141,6 +147,8 @@ def conform_prefix(output: StructType, schema: StructType, query: CompiledQuery,
     casts = ", ".join(
         (f"_c{k}" if output.fields[k].dataType == field.dataType else f"CAST(_c{k} AS {field.dataType.simpleString()})")
         + f" AS {backquote(field.name)}" for k, field in zip(keep, schema.fields))
+    if carried:
+        casts += f", _c{last} AS {backquote(carried)}"
     return f"SELECT {casts} FROM (\n"
 
 

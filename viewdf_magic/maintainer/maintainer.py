@@ -20,6 +20,7 @@ from ..language.queries import CompiledQuery
 from ..storage.parts import EMPTY_CHECKSUM, PartStore
 from ..timeparts import format_part, part_start
 from .execute import QueryRunner, explain_text
+from .ranges import RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline, check_retained, existing
 from .views import CompiledView, ViewDefiner, compile_existing
@@ -81,6 +82,10 @@ class Maintainer:
         self.failures: list[MaintenanceFailure] = []      # of the latest step() or cascade()
         self._compiled: dict[str, CompiledView] = {}
         self.jobless_empty_parts = True     # record parts known to be empty without a Spark job
+        self.range_steps = True             # compute runs of ready parts in one job where the view allows
+        self.ranges = RangeRunner(catalog, store, self.runner)
+        self._range_plans: dict[str, tuple[CompiledView, RangePlan]] = {}
+        self._range_failed: set[str] = set()   # views whose range step Spark could not run (this session)
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
         cached = self._compiled.get(definition.key)
@@ -91,6 +96,8 @@ class Maintainer:
 
     def forget(self, definition: ObjectDef) -> None:
         self._compiled.pop(definition.key, None)
+        self._range_plans.pop(definition.key, None)
+        self._range_failed.discard(definition.key)
 
     # -- readiness -----------------------------------------------------------------------
     def pending_step(self, definition: ObjectDef) -> PendingStep | None:
@@ -153,7 +160,10 @@ class Maintainer:
 
     def step(self, view: ObjectDef | None = None, n: int | None = 1, plan: bool = False,
              keep_going: bool = False) -> list[StepReport]:
-        """Compute up to ``n`` ready parts (all when None) in dependency order, or of one ``view``."""
+        """Compute up to ``n`` ready parts (all when None) in dependency order, or of one ``view``.
+
+        A run of ready parts of a view with a range plan is computed in one range step; parts
+        recorded without a Spark job are published together, before the next job runs."""
         reports: list[StepReport] = []
         self.failures = []
         blocked: set[str] = set()
@@ -162,22 +172,98 @@ class Maintainer:
         if self.progress and total >= PROGRESS_MIN_STEPS:
             bar = tqdm(total=total, desc="maintaining views", unit="part", leave=False)
         try:
-            while n is None or len(reports) < n:
-                step = self._first_ready(view, blocked)
-                if step is None:
-                    break
-                try:
-                    reports.append(self.compute(step, plan))
-                except ViewDFError as error:
-                    if not keep_going:
-                        raise
-                    self.failures.append(MaintenanceFailure(step.view.name, step.subscript, error))
-                    blocked.update(d.key for d in self.catalog.downstream(step.view.name))
-                if bar is not None:
-                    bar.update(1)
+            with self.catalog.grouped():
+                while n is None or len(reports) < n:
+                    step = self._first_ready(view, blocked)
+                    if step is None:
+                        break
+                    try:
+                        done = self._advance(step, plan, None if n is None else n - len(reports))
+                    except ViewDFError as error:
+                        if not keep_going:
+                            raise
+                        self.failures.append(MaintenanceFailure(step.view.name, step.subscript, error))
+                        blocked.update(d.key for d in self.catalog.downstream(step.view.name))
+                        done = []
+                    reports += done
+                    if bar is not None:
+                        bar.update(max(1, len(done)))
         finally:
             if bar is not None:
                 bar.close()
+        return reports
+
+    def _advance(self, step: PendingStep, plan: bool, limit: int | None) -> list[StepReport]:
+        """Compute ``step``'s part, or the run of ready parts it starts when the view has a range plan."""
+        if self.range_steps and not plan and step.how != "initialize" and step.view.key not in self._range_failed:
+            ranged = self.range_plan(step.view)
+            run = self._ready_run(step, ranged, limit) if ranged.lifted else []
+            if len(run) > 1:
+                try:
+                    return self.compute_range(ranged, run)
+                except RangeFailed:      # computed part by part below, which reports the error in place
+                    self._range_failed.add(step.view.key)
+        return [self.compute(step, plan)]
+
+    def range_plan(self, definition: ObjectDef) -> RangePlan:
+        """How runs of ``definition``'s parts are computed (analysed once per definition)."""
+        view = self.compiled(definition)
+        known = self._range_plans.get(definition.key)
+        if known is None or known[0] is not view:
+            known = (view, plan_range(view, self.catalog))
+            self._range_plans[definition.key] = known
+        return known[1]
+
+    def _ready_run(self, step: PendingStep, ranged: RangePlan, limit: int | None) -> list[PendingStep]:
+        """The ready parts from ``step`` on that one range step computes: consecutive, each ready, at
+        most RANGE_PARTS and about RANGE_ROWS input rows."""
+        definition, view = step.view, self.compiled(step.view)
+        horizon = self.timeline.horizon()
+        assert ranged.query is not None and horizon is not None
+        most = RANGE_PARTS if limit is None else min(limit, RANGE_PARTS)
+        run: list[PendingStep] = []
+        rows = 0
+        subscript = step.subscript
+        while len(run) < most and subscript * definition.partition_length < horizon:
+            if ranged.how == "update" and view.clause(subscript, True)[0] != "update":
+                break
+            refs = self.timeline.resolve(ranged.query, definition, subscript)
+            if not all(self.timeline.available(ref, definition) for ref in refs):
+                break
+            rows += input_rows(self.catalog, refs)
+            if run and rows > RANGE_ROWS:
+                break
+            run.append(PendingStep(definition, subscript, ranged.how, ranged.query, refs, True))
+            subscript += 1
+        return run
+
+    def compute_range(self, ranged: RangePlan, run: list[PendingStep]) -> list[StepReport]:
+        """Compute, store and commit a run of parts in one range step (no job when every part is known
+        to be empty)."""
+        definition = run[0].view
+        started = time.perf_counter()
+        folder, written = "", {}
+        if not all(self.known_empty(step) is not None for step in run):
+            check_retained(self.catalog, run[0].query, run[0].refs)
+            self.catalog.flush()
+            folder, written = self.ranges.run(definition, ranged, run[0].subscript, run[-1].subscript)
+        seconds = (time.perf_counter() - started) / len(run)
+        now = time.time()
+        actions, reports = [], []
+        for step in run:
+            rows, checksum = written.get(step.subscript, (0, EMPTY_CHECKSUM))
+            lineage = self.timeline.lineage(step.refs)
+            folders = (PartStore.range_folder(folder, step.subscript),) if rows else ()
+            meta = PartMeta(step.subscript, rows, folders, seconds, lineage, now, step.how, checksum)
+            actions.append({"op": "part", "name": definition.key, "part": meta.to_json()})
+            reports.append(StepReport(definition.name, step.subscript,
+                                      part_start(step.subscript, definition.partition_length), step.how, rows,
+                                      seconds, lineage, resolved_sql(step.query, step.refs),
+                                      self._reference_reports(step), None,
+                                      self._preview_loader(definition, step.subscript), "",
+                                      (run[0].subscript, run[-1].subscript)))
+        self.catalog.commit(actions)
+        self.history.extend(reports)
         return reports
 
     def _first_ready(self, view: ObjectDef | None, blocked: set[str]) -> PendingStep | None:
@@ -215,6 +301,7 @@ class Maintainer:
             folder, rows, checksum = "", 0, EMPTY_CHECKSUM
             plan_text = f"No Spark job: the query returns no rows when {empty_because}." if plan else None
         else:
+            self.catalog.flush()      # parts recorded without a job so far are published before this one
             with self.runner.bound(query, refs, context=context, schema=definition.schema,
                                    clause=how.upper()) as frame:
                 plan_text = explain_text(frame) if plan else None

@@ -47,6 +47,7 @@ class StepReport:
     plan: str | None = None       # Spark physical plan, when asked for
     loader: Callable[[int], pd.DataFrame] | None = field(default=None, compare=False, repr=False)
     repair: str = ""              # after late data: "changed" or "unchanged" (the stored part was kept)
+    span: tuple[int, int] | None = None   # a range step: the first and last part it computed together
 
     def preview(self, limit: int = 5) -> pd.DataFrame | None:
         """The first rows of the part this step produced (read on demand)."""

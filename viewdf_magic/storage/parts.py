@@ -15,7 +15,7 @@ from collections import OrderedDict
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.column import Column
-from pyspark.sql.types import MapType, StructField, StructType, TimestampType
+from pyspark.sql.types import LongType, MapType, StructField, StructType, TimestampType
 
 from ..catalog.filesystem import FileSystem
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState
@@ -78,12 +78,19 @@ class PartStore:
         self.fs = fs
         self.cache: OrderedDict[tuple[str, int], DataFrame] = OrderedDict()
         self.cache_size = cache_size
+        # Built once per schema: each costs dozens of py4j calls, which add up to 20-30 ms per step
+        self._checksums: dict[str, Column] = {}
+        self._empties: dict[str, DataFrame] = {}
 
     # -- reading -------------------------------------------------------------------------
     def empty(self, definition: ObjectDef) -> DataFrame:
         """No rows, with the stored columns; Spark plans it as an empty local scan (no RDD)."""
-        return self.spark.range(0).select(
-            [F.lit(None).cast(f.dataType).alias(f.name) for f in stored_schema(definition).fields]).where(F.lit(False))
+        schema = stored_schema(definition)
+        key = schema.json()
+        if key not in self._empties:
+            self._empties[key] = self.spark.range(0).select(
+                [F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields]).where(F.lit(False))
+        return self._empties[key]
 
     @staticmethod
     def with_rows(state: ObjectState, subscripts: list[int]) -> list[int]:
@@ -123,9 +130,11 @@ class PartStore:
         stamped = frame.withColumn(PART_TIMESTAMP, part_stamp(subscript * definition.partition_length))
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
+        key = frame.schema.json()
+        if key not in self._checksums:
+            self._checksums[key] = content_checksum(frame.schema).alias("checksum")
         counted = Observation()
-        stamped.observe(counted, F.count(F.lit(1)).alias("rows"),
-                        content_checksum(frame.schema).alias("checksum")).write.parquet(self.fs.uri(folder))
+        stamped.observe(counted, F.count(F.lit(1)).alias("rows"), self._checksums[key]).write.parquet(self.fs.uri(folder))
         rows = int(counted.get["rows"])
         checksum = checksum_text(rows, counted.get["checksum"])
         if rows == 0:
@@ -136,6 +145,32 @@ class PartStore:
             while len(self.cache) > self.cache_size:
                 self.cache.popitem(last=False)
         return folder, rows, checksum
+
+    def write_range(self, definition: ObjectDef, frame: DataFrame) -> tuple[str, dict[int, tuple[int, str]]]:
+        """Write a run of view parts (``frame`` has the view's columns and each row's part in ``__part``)
+        into one folder, one sub-folder per part, in one job; a second job over the written files counts
+        each part's rows and content hash. Returns the folder ("" when no part has rows) and each
+        non-empty part's (rows, checksum)."""
+        folder = self.new_folder(definition)
+        uri = self.fs.uri(folder)
+        length = definition.partition_length
+        frame.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length))) \
+            .write.partitionBy(PART_COLUMN).parquet(uri)
+        schema = StructType(stored_schema(definition).fields + [StructField(PART_COLUMN, LongType(), True)])
+        written = self.spark.read.schema(schema).parquet(uri)
+        counted = written.groupBy(PART_COLUMN).agg(F.count(F.lit(1)).alias("rows"),
+                                                   content_checksum(definition.schema).alias("checksum")).collect()
+        parts = {int(row[PART_COLUMN]): (int(row["rows"]), checksum_text(int(row["rows"]), row["checksum"]))
+                 for row in counted}
+        if not parts:
+            self.fs.delete(folder)
+            return "", {}
+        return folder, parts
+
+    @staticmethod
+    def range_folder(folder: str, subscript: int) -> str:
+        """The sub-folder of one part written by ``write_range`` (or one part of a stream batch)."""
+        return f"{folder}/{PART_COLUMN}={subscript}"
 
     def forget(self, definition: ObjectDef) -> None:
         for key in [k for k in self.cache if k[0] == definition.id]:

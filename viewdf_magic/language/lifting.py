@@ -1,0 +1,255 @@
+"""Lift a one-part query to a query over a run of parts (range steps, issue 17).
+
+A ViewDF clause computes one part ``V[j]``. When many consecutive parts are ready, the same clause
+can compute all of them in one Spark job: every input relation carries the part ``j`` each of its
+rows counts for (the column ``__vdf_j``; a row of ``S[j-2 .. j]`` is repeated for each ``j`` whose
+range holds it), and the query is rewritten so that no row meets a row of another part:
+
+* joins between lifted relations gain ``left part = right part``;
+* GROUP BY and window functions' PARTITION BY gain the part;
+* every SELECT outputs the part as its last column, so derived tables, CTEs and set operations
+  carry it on, and the query's last column says which part each output row belongs to.
+
+Shapes whose meaning would change are refused with a reason, and keep per-part steps: ORDER BY
+or LIMIT (a per-part top-n), an aggregate without GROUP BY (it returns a row even for an empty
+part, which a lifted query has no row to group), GROUPING SETS/ROLLUP/CUBE, a subquery in an
+expression that reads parts, nondeterministic functions, and functions sqlglot does not know
+(a user's function may be nondeterministic). The analysis is pure sqlglot: no Spark, no catalog.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+from .tokens import ViewDFSpark
+
+INPUT_PART = "__vdf_j"        # the part column of every lifted input relation
+OUTPUT_PART = "__vdf_part"    # the part column of the lifted query's output (its last column)
+RESERVED_PREFIX = "__vdf_"        # names the lifting adds; a query that uses them is not lifted
+
+_NONDETERMINISTIC = (exp.Rand, exp.Randn, exp.Uuid, exp.CurrentTimestamp, exp.CurrentDate, exp.CurrentTime,
+                     exp.CurrentDatetime)
+_NONDETERMINISTIC_NAMES = {"rand", "random", "randn", "uuid", "shuffle", "monotonically_increasing_id",
+                           "spark_partition_id", "input_file_name", "now", "current_timestamp", "localtimestamp",
+                           "randstr", "uniform", "try_reflect", "reflect", "java_method"}
+
+
+class NotLiftable(Exception):
+    """The query's meaning over a run of parts would differ; ``reason`` says why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class Lifted:
+    """A lifted query: ``sql`` reads each lifted input with an ``__vdf_j`` column and returns the
+    part of each row as its last column; or, when ``sql`` is None, why the query is not lifted."""
+
+    sql: str | None
+    reason: str = ""
+
+
+@functools.lru_cache(maxsize=512)
+def lift(sql: str, inputs: frozenset[str]) -> Lifted:
+    """Lift ``sql``, whose placeholder tables ``inputs`` are read per part (the others, e.g. dimension
+    tables, are the same for every part)."""
+    try:
+        tree = sqlglot.parse_one(sql, read=ViewDFSpark)
+    except sqlglot.errors.SqlglotError:
+        return Lifted(None, "sqlglot cannot parse the compiled query")
+    try:
+        _check_names(tree, inputs)
+        lifter = _Lifter({name.lower() for name in inputs})
+        if not lifter.query(tree, {}, OUTPUT_PART):
+            raise NotLiftable("its result does not depend on any part it reads")
+    except NotLiftable as refused:
+        return Lifted(None, refused.reason)
+    return Lifted(tree.sql(dialect=ViewDFSpark))
+
+
+def _check_names(tree: exp.Expression, inputs: frozenset[str]) -> None:
+    placeholders = {name.lower() for name in inputs}
+    for node in tree.walk():
+        if isinstance(node, exp.Identifier) and node.name.lower().startswith(RESERVED_PREFIX) \
+                and node.name.lower() not in placeholders:
+            raise NotLiftable(f"it uses the name {node.name}, which range steps reserve")
+        if isinstance(node, _NONDETERMINISTIC):
+            raise NotLiftable(f"it calls {node.sql(dialect=ViewDFSpark)}, which is nondeterministic")
+        if isinstance(node, exp.Func) and not isinstance(node, exp.Anonymous) \
+                and node.key.lower() in _NONDETERMINISTIC_NAMES:
+            raise NotLiftable(f"it calls {node.key.lower()}(), which is nondeterministic")
+        if isinstance(node, exp.Anonymous):
+            name = node.name.lower()
+            what = "is nondeterministic" if name in _NONDETERMINISTIC_NAMES else \
+                "is not known to be deterministic (a user-defined function?)"
+            raise NotLiftable(f"it calls {node.name}(), which {what}")
+        if isinstance(node, (exp.Pivot, exp.TableSample)):
+            raise NotLiftable(f"it uses {node.key.upper()}")
+
+
+class _Lifter:
+    """Rewrites a parsed query in place; ``scope`` maps a visible relation name to its part column."""
+
+    def __init__(self, inputs: set[str]) -> None:
+        self.inputs = inputs
+        self._names = (f"{RESERVED_PREFIX}p{k}" for k in itertools.count())
+
+    def query(self, node: exp.Expression, scope: dict[str, str], out: str) -> bool:
+        """Lift a query; True when it reads parts (and now outputs its part as column ``out``)."""
+        scope = self._ctes(node, scope)
+        if node.args.get("order") is not None:
+            raise NotLiftable("it has ORDER BY, which orders all parts' rows together")
+        if node.args.get("limit") is not None or node.args.get("offset") is not None:
+            raise NotLiftable("it has LIMIT or OFFSET, which would cut across parts")
+        if isinstance(node, exp.Subquery):
+            return self.query(node.this, scope, out)
+        if isinstance(node, exp.SetOperation):
+            left, right = self.query(node.left, scope, out), self.query(node.right, scope, out)
+            if left != right:
+                raise NotLiftable(f"one side of its {node.key.upper()} reads no part")
+            return left
+        if isinstance(node, exp.Select):
+            return self._select(node, scope, out)
+        raise NotLiftable(f"it uses {node.key.upper()}")
+
+    def _ctes(self, node: exp.Expression, scope: dict[str, str]) -> dict[str, str]:
+        with_ = node.args.get("with_") or node.args.get("with")
+        if not with_:
+            return scope
+        if with_.args.get("recursive"):
+            raise NotLiftable("it has a recursive CTE")
+        scope = dict(scope)
+        for cte in with_.expressions:
+            column = next(self._names)
+            if self.query(cte.this, scope, column):
+                scope[cte.alias_or_name.lower()] = column
+            else:
+                scope.pop(cte.alias_or_name.lower(), None)
+        return scope
+
+    def _relation(self, node: exp.Expression, scope: dict[str, str]) -> tuple[str, str] | None:
+        """(alias to qualify with, part column) of a lifted relation; None for one that reads no part."""
+        if isinstance(node, exp.Table):
+            if node.args.get("db") or not isinstance(node.this, exp.Identifier):
+                return None
+            name = node.name.lower()
+            column = INPUT_PART if name in self.inputs else scope.get(name)
+            if column is None:
+                return None
+            return node.alias_or_name, column
+        if isinstance(node, exp.Subquery):
+            column = next(self._names)
+            if not self.query(node, scope, column):
+                return None
+            if not node.alias:
+                node.set("alias", exp.TableAlias(this=exp.to_identifier(next(self._names))))
+            return node.alias, column
+        if self._reads_parts(node, scope):
+            raise NotLiftable(f"it reads parts through {node.key.upper()}")
+        return None
+
+    def _select(self, select: exp.Select, scope: dict[str, str], out: str) -> bool:
+        source = select.args.get("from_") or select.args.get("from")
+        relations = []
+        if source is not None:
+            relations.append((None, self._relation(source.this, scope)))
+        for join in select.args.get("joins") or []:
+            relations.append((join, self._relation(join.this, scope)))
+        lifted = [(join, found) for join, found in relations if found is not None]
+        self._no_parts_in_expressions(select, scope)
+        if not lifted:
+            return False
+        parts: list[exp.Expression] = []      # the part columns of the relations joined so far
+        for join, (alias, column) in lifted:
+            mine = exp.column(column, table=alias)
+            if parts:
+                self._join_on_part(join, _coalesce(parts), mine, column, [c for c in parts])
+            kind = (join.kind or "").upper() if join is not None else ""
+            if kind not in ("SEMI", "ANTI"):
+                parts.append(mine)
+        part = _coalesce(parts)
+        self._group_by_part(select, part)
+        for window in select.find_all(exp.Window):
+            if _own_scope(window, select):
+                window.set("partition_by", [*(window.args.get("partition_by") or []), part.copy()])
+        select.set("expressions", [*select.expressions, exp.alias_(part.copy(), out)])
+        return True
+
+    def _join_on_part(self, join: exp.Join | None, left: exp.Expression, right: exp.Expression,
+                      column: str, before: list[exp.Expression]) -> None:
+        assert join is not None
+        if join.args.get("using"):
+            names = {c.name for c in before}
+            if names != {column}:
+                raise NotLiftable("it joins a derived table with USING")
+            join.set("using", [*join.args["using"], exp.to_identifier(column)])
+            return
+        if join.method and join.method.upper() == "NATURAL":
+            raise NotLiftable("it has a NATURAL JOIN")
+        same = exp.EQ(this=left.copy(), expression=right)
+        on = join.args.get("on")
+        join.set("on", same if on is None else exp.and_(exp.Paren(this=on), same))
+        if (join.kind or "").upper() == "CROSS":
+            join.set("kind", None)
+
+    @staticmethod
+    def _group_by_part(select: exp.Select, part: exp.Expression) -> None:
+        group = select.args.get("group")
+        if group is not None:
+            if any(group.args.get(k) for k in ("grouping_sets", "rollup", "cube", "totals")) or \
+                    any(isinstance(e, (exp.GroupingSets, exp.Rollup, exp.Cube)) for e in group.expressions):
+                raise NotLiftable("it uses GROUPING SETS, ROLLUP or CUBE")
+            if not group.expressions:
+                raise NotLiftable("it has GROUP BY ALL")
+            group.set("expressions", [*group.expressions, part.copy()])
+            return
+        if select.args.get("having") is not None or any(_aggregates(e) for e in select.expressions):
+            raise NotLiftable("it aggregates without GROUP BY, which returns a row even for an empty part")
+
+    def _no_parts_in_expressions(self, select: exp.Select, scope: dict[str, str]) -> None:
+        """A subquery inside an expression (IN, EXISTS, a scalar) would need the part too."""
+        for key, value in select.args.items():
+            if key in ("from_", "from", "joins", "with_", "with"):
+                continue
+            for child in value if isinstance(value, list) else [value]:
+                if isinstance(child, exp.Expression) and self._reads_parts(child, scope):
+                    raise NotLiftable("a subquery in an expression reads parts")
+        for join in select.args.get("joins") or []:
+            on = join.args.get("on")
+            if on is not None and self._reads_parts(on, scope):
+                raise NotLiftable("a subquery in a join condition reads parts")
+
+    def _reads_parts(self, node: exp.Expression, scope: dict[str, str]) -> bool:
+        return any(isinstance(t, exp.Table) and (t.name.lower() in self.inputs or t.name.lower() in scope)
+                   for t in node.find_all(exp.Table))
+
+
+def _coalesce(parts: list[exp.Expression]) -> exp.Expression:
+    """The part of a joined row: outer joins may leave some sides' parts NULL."""
+    if len(parts) == 1:
+        return parts[0].copy()
+    return exp.Coalesce(this=parts[0].copy(), expressions=[p.copy() for p in parts[1:]])
+
+
+def _own_scope(node: exp.Expression, select: exp.Select) -> bool:
+    parent = node.parent
+    while parent is not None and parent is not select:
+        if isinstance(parent, (exp.Select, exp.Subquery)):
+            return False
+        parent = parent.parent
+    return parent is select
+
+
+def _aggregates(node: exp.Expression) -> bool:
+    if isinstance(node, exp.AggFunc):
+        return True
+    if isinstance(node, (exp.Window, exp.Subquery, exp.Select)):
+        return False
+    return any(_aggregates(child) for child in node.iter_expressions())

@@ -1,0 +1,161 @@
+"""Range steps: a run of consecutive ready parts of one view computed in one Spark job (issue 17).
+
+Which views get them (``plan_range``):
+
+* a view whose UPDATE reads no earlier part of itself, when its query can be lifted
+  (language/lifting.py): each reference is ``X[j+c]`` or ``X[j+a .. j+b]`` of an object with the
+  view's partition length, and the query's shape keeps its meaning over many parts;
+* a translated helper whose UPDATE reads its own previous part but whose RECOMPUTE computes the
+  same part from other views' parts alone (a window's running sum): the run is computed with the
+  lifted RECOMPUTE, and its parts are recorded as RECOMPUTE parts, as REFRESH EVERY records them.
+
+Every other view steps one part at a time; ``RangePlan.reason`` says why.
+
+A run's parts are written as one folder with a sub-folder per part (``__part=<subscript>``, the
+layout of a stream batch) and published in one catalog entry; each part keeps its own row count,
+content hash and lineage, so reading, lineage, VERIFY, retention and repair see ordinary parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from ..catalog.catalog import Catalog
+from ..catalog.model import PART_TIMESTAMP, ObjectDef
+from ..language.lifting import INPUT_PART, lift
+from ..language.queries import CompiledQuery, RefKind
+from ..storage.parts import PART_COLUMN, PartStore
+from ..timeparts import subscript_sql
+from .execute import QueryRunner, conform_prefix
+from .spark_errors import SPARK_ERRORS
+from .timeline import ResolvedRef, existing
+from .views import CompiledView
+
+RANGE_ROWS = 2_000_000      # input rows (counted once per part that reads them) one range step may read
+RANGE_PARTS = 2_000         # parts one range step may write (one catalog entry, one folder each)
+
+
+@dataclass(frozen=True)
+class RangePlan:
+    """How a view's runs of parts are computed: ``query`` lifted to ``sql``, each part recorded as
+    computed by clause ``how``; or, when ``sql`` is None, ``reason`` says why it steps part by part."""
+
+    how: str = ""
+    query: CompiledQuery | None = None
+    sql: str | None = None
+    offsets: dict[str, tuple[int, int]] = field(default_factory=dict)    # placeholder -> (a, b) of X[j+a .. j+b]
+    reason: str = ""
+
+    @property
+    def lifted(self) -> bool:
+        return self.sql is not None
+
+    def describe(self, name: str) -> str:
+        """EXPLAIN VIEW's sentence on the plan."""
+        if not self.lifted:
+            return f"{name} is computed one part per step: {self.reason}."
+        clause = "its RECOMPUTE query (the same parts without reading its own earlier parts)" \
+            if self.how == "recompute" else "its UPDATE query"
+        return (f"Runs of ready parts of {name} are computed in one Spark job each (a range step, lifted from "
+                f"{clause}); one part at a time when only one is ready.")
+
+
+class RangeFailed(Exception):
+    """Spark could not run a range step; its parts are computed one at a time instead, which
+    reports the error where the user wrote it."""
+
+
+def _reads_itself(query: CompiledQuery, definition: ObjectDef) -> bool:
+    return any(b.name.lower() == definition.key for b in query.bindings)
+
+
+def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
+    """The range plan of a view (or why it has none)."""
+    definition = view.definition
+    query, how = view.update, "update"
+    if _reads_itself(query, definition):
+        own = [b.text for b in query.bindings if b.name.lower() == definition.key]
+        if definition.owner is None or view.recompute is None or _reads_itself(view.recompute, definition):
+            return RangePlan(reason=f"its UPDATE reads its own earlier parts ({', '.join(own)}), "
+                                    f"so each part waits for the one before")
+        query, how = view.recompute, "recompute"
+    offsets: dict[str, tuple[int, int]] = {}
+    for binding in query.bindings:
+        if binding.kind is RefKind.TABLE:
+            continue
+        if binding.kind is RefKind.CATALOG:
+            return RangePlan(reason="it reads the part catalog, which changes from step to step")
+        if binding.kind is not RefKind.PARTS or binding.lower is None or binding.upper is None:
+            return RangePlan(reason=f"{binding.text} reads every part up to the computed one")
+        source = catalog.get(binding.name)
+        if source is None or source.partition_length != definition.partition_length:
+            return RangePlan(reason=f"{binding.text} has another partition length")
+        low, high = binding.lower.offset(query.variable or ""), binding.upper.offset(query.variable or "")
+        if low is None or high is None or low > high:
+            return RangePlan(reason=f"{binding.text} is not a fixed offset from {query.variable}")
+        offsets[binding.placeholder] = (low, high)
+    lifted = lift(query.sql, frozenset(offsets))
+    if lifted.sql is None:
+        return RangePlan(reason=f"its {how.upper()} query cannot be lifted to many parts: {lifted.reason}")
+    return RangePlan(how, query, lifted.sql, offsets)
+
+
+def input_rows(catalog: Catalog, refs: list[ResolvedRef]) -> int:
+    """Rows a step reads from partitioned inputs, from the catalog's counts."""
+    total = 0
+    for ref in refs:
+        if ref.first is None or ref.last is None or ref.definition.key not in catalog.states:
+            continue
+        parts = catalog.state(ref.definition.name).parts
+        total += sum(parts[s].rows for s in existing(ref.subscripts, parts))
+    return total
+
+
+class RangeRunner:
+    """Computes and writes a run of parts with a range plan."""
+
+    def __init__(self, catalog: Catalog, store: PartStore, runner: QueryRunner) -> None:
+        self.catalog = catalog
+        self.store = store
+        self.runner = runner
+
+    def run(self, definition: ObjectDef, plan: RangePlan, first: int, last: int
+            ) -> tuple[str, dict[int, tuple[int, str]]]:
+        """Write parts ``first .. last``; returns the folder and each non-empty part's (rows, checksum)."""
+        assert plan.query is not None and plan.sql is not None
+        frames = {}
+        for binding in plan.query.bindings:
+            source = self.catalog.get(binding.name)
+            assert source is not None
+            if binding.placeholder not in plan.offsets:
+                frames[binding.placeholder] = self.runner.frame(ResolvedRef(binding, source))
+                continue
+            low, high = plan.offsets[binding.placeholder]
+            frames[binding.placeholder] = self._input(source, first, last, low, high)
+        try:
+            with self.runner.named(frames) as sql:
+                output = sql(plan.sql)
+                prefix = conform_prefix(output.schema, definition.schema, plan.query, plan.how.upper(),
+                                        carried=PART_COLUMN)
+                columns = ", ".join(f"_c{k}" for k in range(len(output.columns)))
+                frame = sql(f"{prefix}{plan.sql}\n) AS __vdf_output({columns})")
+                return self.store.write_range(definition, frame)
+        except SPARK_ERRORS as exc:
+            raise RangeFailed(str(exc)) from None
+
+    def _input(self, source: ObjectDef, first: int, last: int, low: int, high: int) -> DataFrame:
+        """``source``'s parts that steps ``first .. last`` read through ``X[j+low .. j+high]``, each row
+        with the part(s) it counts for."""
+        state = self.catalog.state(source.name) if source.key in self.catalog.states else None
+        if state is None:
+            frame = self.store.empty(source)
+        else:
+            frame = self.store.read_parts(source, state, existing(range(first + low, last + high + 1), state.parts))
+        part = F.expr(subscript_sql(PART_TIMESTAMP, source.partition_length))
+        if low == high:
+            return frame.withColumn(INPUT_PART, part - F.lit(high))
+        counts_for = F.sequence(F.greatest(part - F.lit(high), F.lit(first)), F.least(part - F.lit(low), F.lit(last)))
+        return frame.withColumn(INPUT_PART, F.explode(counts_for))
