@@ -254,3 +254,74 @@ def test_the_bid_folder_loads_into_a_warehouse_stream(make_warehouse, tmp_path):
         "id": "bigint", "item_name": "string", "description": "string", "initial_bid": "bigint",
         "reserve": "bigint", "date_time": "timestamp", "expires": "timestamp", "seller": "bigint",
         "category": "bigint", "extra": "string", "PART_TIMESTAMP": "timestamp"}
+
+
+# The queries, checked against DuckDB running an independent formulation of each one: integer
+# microseconds, hop windows as explicit window starts, q5's maximum as a window function.
+ORACLE = {
+    "q1": "SELECT auction, bidder, CAST(price AS DECIMAL(20, 0)) * 0.908, t, extra FROM b",
+    "q2": "SELECT auction, price FROM b WHERE auction % 123 = 0",
+    "q3": """SELECT p.name, p.city, p.state, a.id FROM a, p
+             WHERE a.seller = p.id AND a.category = 10 AND p.state IN ('OR', 'ID', 'CA')""",
+    "q4": """SELECT category, sum(final) // count(*) FROM (
+                 SELECT a.id, a.category, max(b.price) AS final FROM a, b
+                 WHERE b.auction = a.id AND b.t >= a.t AND b.t <= a.expires GROUP BY a.id, a.category)
+             GROUP BY category""",
+    "q5": """WITH counts AS (
+                 SELECT auction, t // $slide * $slide - k * $slide AS starttime, count(*) AS num
+                 FROM b CROSS JOIN range(0, $size // $slide) AS steps(k) GROUP BY ALL)
+             SELECT auction, num, starttime FROM (
+                 SELECT *, max(num) OVER (PARTITION BY starttime) AS most FROM counts) WHERE num = most""",
+    "q7": """WITH highest AS (SELECT (t // $size + 1) * $size AS window_end, max(price) AS price FROM b GROUP BY 1)
+             SELECT b.auction, b.price, b.bidder, b.t, b.extra FROM b, highest
+             WHERE b.price = highest.price AND b.t BETWEEN highest.window_end - $size AND highest.window_end""",
+    "q8": """SELECT DISTINCT p.id, p.name, p.t // $size * $size FROM p, a
+             WHERE a.seller = p.id AND a.t // $size = p.t // $size""",
+}
+
+
+def _oracle_rows(events, name: str, window_us: int, slide_us: int) -> list[tuple]:
+    import duckdb
+
+    connection = duckdb.connect()
+    for view, table in (("p", events.persons), ("a", events.auctions), ("b", events.bids)):
+        connection.register(f"{view}_arrow", table)
+        expires = ", epoch_us(expires) AS expires" if view == "a" else ""
+        connection.execute(f"CREATE VIEW {view} AS SELECT * EXCLUDE (date_time{', expires' if expires else ''}), "
+                           f"epoch_us(date_time) AS t{expires} FROM {view}_arrow")
+    sql = ORACLE[name].replace("$size", str(window_us)).replace("$slide", str(slide_us))
+    return sorted(connection.execute(sql).fetchall())
+
+
+def _spark_rows(frame) -> list[tuple]:
+    data = frame.toPandas()
+    for column in data.columns:
+        if pd.api.types.is_datetime64_any_dtype(data[column]):
+            data[column] = data[column].astype("datetime64[us]").astype("int64")
+    return sorted(tuple(value.item() if hasattr(value, "item") else value for value in row)
+                  for row in data.itertuples(index=False))
+
+
+def test_the_queries_give_what_an_independent_duckdb_formulation_gives(spark):
+    from viewdf_magic.nexmark.queries import nexmark_queries
+
+    # 20 s of events starting off the window grid, 4 s windows sliding by 1 s
+    events = generate(NexmarkConfig(events=20_000, rate=1000, first_event_time="2015-07-15 00:00:03.5"))
+    for name, frame in events.to_spark(spark).items():
+        frame.createOrReplaceTempView(name)
+    counts = {}
+    for name, sql in nexmark_queries(window_seconds=4, slide_seconds=1).items():
+        expected = _oracle_rows(events, name, 4_000_000, 1_000_000)
+        assert _spark_rows(spark.sql(sql)) == expected, name
+        counts[name] = len(expected)
+    # every bid; every category; at least one row per window: hop windows starting at 0 s to 23 s,
+    # tumbling windows starting at 0 s to 20 s
+    assert counts["q1"] == 18_400 and counts["q4"] == 5 and counts["q5"] >= 24 and counts["q7"] >= 6
+    assert counts["q2"] and counts["q3"] and counts["q8"]
+
+
+def test_window_parameters_are_checked():
+    from viewdf_magic.nexmark.queries import nexmark_queries
+
+    with pytest.raises(ValueError):
+        nexmark_queries(window_seconds=10, slide_seconds=3)

@@ -299,9 +299,9 @@ def generate_chunks(config: NexmarkConfig) -> Iterator[NexmarkEvents]:
 
 
 def generate(config: NexmarkConfig) -> NexmarkEvents:
-    """All the events of ``config``."""
+    """All the events of ``config`` (tables of one Arrow chunk per 50,000 events)."""
     chunks = list(generate_chunks(config))
-    return NexmarkEvents(*(pa.concat_tables([getattr(chunk, kind) for chunk in chunks]).combine_chunks()
+    return NexmarkEvents(*(pa.concat_tables([getattr(chunk, kind) for chunk in chunks])
                            if chunks else SCHEMAS[name].empty_table()
                            for kind, name in (("persons", "person"), ("auctions", "auction"), ("bids", "bid"))))
 
