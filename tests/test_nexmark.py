@@ -5,7 +5,6 @@ and auctions that exist at each bid, shares against the configured odds."""
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
