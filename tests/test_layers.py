@@ -10,7 +10,7 @@ PACKAGE = Path(__file__).parent.parent / "viewdf_magic"
 # Left to right: language -> translation -> catalog and storage -> maintainer -> engine -> API -> front ends.
 # Base modules import nothing of the package, so every layer may use them.
 LAYERS = {
-    "errors": 0, "wording": 0, "timeparts": 0, "session": 0, "network_example": 0,
+    "errors": 0, "wording": 0, "timeparts": 0, "session": 0, "network_example": 0, "nexmark": 0,
     "language": 1, "translation": 2, "catalog": 3, "storage": 3, "maintainer": 4, "commands": 5,
     "warehouse": 6, "demo": 6, "deploy": 6, "notebook": 7, "cli": 7,
 }
