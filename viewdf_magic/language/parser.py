@@ -315,7 +315,7 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
     while cursor.peek() is not None:
         token = cursor.peek()
         clause = token.text.upper() if token.token_type not in _QUOTED else ""
-        if clause in ("INITIALIZE", "UPDATE", "RECOMPUTE"):
+        if clause in ("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE"):
             if clause in clauses:
                 raise cursor.error(f"{clause} is given twice")
             clauses[clause] = _delta_query(cursor, clause, name)
@@ -329,14 +329,15 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
             if refresh < 1:
                 raise cursor.fragment.error("REFRESH EVERY needs a positive number of parts", at)
         else:
-            raise cursor.error("expected UPDATE, RECOMPUTE, PARTITION LENGTH, REFRESH EVERY or START AT LATEST",
-                               choices=("INITIALIZE", "UPDATE", "RECOMPUTE", "PARTITION", "REFRESH", "START"))
+            raise cursor.error("expected UPDATE, RECOMPUTE, RANGE, PARTITION LENGTH, REFRESH EVERY or START AT LATEST",
+                               choices=("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE", "PARTITION", "REFRESH", "START"))
     if "UPDATE" not in clauses:
         raise cursor.fragment.error("a ViewDF needs an UPDATE clause", name.start, name.end)
     if refresh is not None and "RECOMPUTE" not in clauses:
         raise cursor.fragment.error("REFRESH EVERY n PARTS needs a RECOMPUTE clause", name.start, name.end)
     return CreateViewDF(cursor.fragment, name, clauses["INITIALIZE"], clauses["UPDATE"],
-                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh, creation)
+                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh, creation,
+                        clauses.get("RANGE"))
 
 
 def _clause_end(cursor: _Cursor) -> int:
@@ -350,7 +351,7 @@ def _clause_end(cursor: _Cursor) -> int:
         elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
             depth -= 1
         elif depth == 0 and token.token_type not in _QUOTED:
-            heads = ("UPDATE", "RECOMPUTE", "INITIALIZE")      # a misspelt head also ends it, to be reported
+            heads = ("UPDATE", "RECOMPUTE", "INITIALIZE", "RANGE")   # a misspelt head also ends it, to be reported
             if (token.text.upper() in heads or _suggestion(token, heads)) and \
                     index + 2 < len(tokens) and tokens[index + 2].token_type == TokenType.L_BRACKET:
                 return index

@@ -90,7 +90,7 @@ class CreateTable(Statement):
 class DeltaQuery:
     """One clause of a View Delta Function: ``INITIALIZE V[i] AS <query>``."""
 
-    clause: str                  # INITIALIZE, UPDATE or RECOMPUTE
+    clause: str                  # INITIALIZE, UPDATE, RECOMPUTE or RANGE
     head: Name                   # the view name written in the head
     variable: str                # the part variable, e.g. "i" or "j"
     query: Fragment
@@ -109,6 +109,7 @@ class CreateViewDF(Statement):
     start_at_latest: bool
     refresh_every: int | None = None      # REFRESH EVERY n PARTS: run RECOMPUTE instead of UPDATE
     creation: Creation = Creation()
+    range: DeltaQuery | None = None       # RANGE V[j] AS ...: a run of parts in one query (maintainer/ranges.py)
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,11 @@ Which views get them (``plan_range``):
   view's partition length, and the query's shape keeps its meaning over many parts;
 * a translated helper whose UPDATE reads its own previous part but whose RECOMPUTE computes the
   same part from other views' parts alone (a window's running sum): the run is computed with the
-  lifted RECOMPUTE, and its parts are recorded as RECOMPUTE parts, as REFRESH EVERY records them.
+  lifted RECOMPUTE, and its parts are recorded as RECOMPUTE parts, as REFRESH EVERY records them;
+* a view with a RANGE clause (a pattern's Helper has one): the clause is the run's query as written.
+  Its references to other objects hold the parts of every step of the run, each row with the part
+  it counts for in ``__vdf_j``; its own ``V[j-1]`` is the part before the run; ``__vdf_first`` and
+  ``__vdf_last`` are the run's first and last part; it returns the view's columns and each row's part.
 
 Every other view steps one part at a time; ``RangePlan.reason`` says why.
 
@@ -18,6 +22,7 @@ content hash and lineage, so reading, lineage, VERIFY, retention and repair see 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
@@ -44,6 +49,7 @@ class RangePlan:
     computed by clause ``how``; or, when ``sql`` is None, ``reason`` says why it steps part by part."""
 
     how: str = ""
+    clause: str = ""              # the clause run: UPDATE or RECOMPUTE (lifted), or RANGE (as written)
     query: CompiledQuery | None = None
     sql: str | None = None
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)    # placeholder -> (a, b) of X[j+a .. j+b]
@@ -57,10 +63,11 @@ class RangePlan:
         """EXPLAIN VIEW's sentence on the plan."""
         if not self.lifted:
             return f"{name} is computed one part per step: {self.reason}."
-        clause = "its RECOMPUTE query (the same parts without reading its own earlier parts)" \
-            if self.how == "recompute" else "its UPDATE query"
-        return (f"Runs of ready parts of {name} are computed in one Spark job each (a range step, lifted from "
-                f"{clause}); one part at a time when only one is ready.")
+        clause = {"RECOMPUTE": "lifted from its RECOMPUTE query (the same parts without reading its own "
+                               "earlier parts)",
+                  "UPDATE": "lifted from its UPDATE query", "RANGE": "its RANGE clause"}[self.clause]
+        return (f"Runs of ready parts of {name} are computed in one Spark job each (a range step, {clause}); "
+                f"one part at a time when only one is ready.")
 
 
 class RangeFailed(Exception):
@@ -76,7 +83,9 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
     """The range plan of a view (or why it has none)."""
     definition = view.definition
     query, how = view.update, "update"
-    if _reads_itself(query, definition):
+    if view.range is not None:
+        query = view.range
+    elif _reads_itself(query, definition):
         own = [b.text for b in query.bindings if b.name.lower() == definition.key]
         if definition.owner is None or view.recompute is None or _reads_itself(view.recompute, definition):
             return RangePlan(reason=f"its UPDATE reads its own earlier parts ({', '.join(own)}), "
@@ -85,6 +94,11 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
     offsets: dict[str, tuple[int, int]] = {}
     for binding in query.bindings:
         if binding.kind is RefKind.TABLE:
+            continue
+        if binding.name.lower() == definition.key:
+            if binding.lower is not binding.upper or binding.upper.offset(query.variable or "") != -1:
+                return RangePlan(reason=f"its RANGE clause reads {binding.text}; it may read only "
+                                        f"{definition.name}[{query.variable}-1], the part before the run")
             continue
         if binding.kind is RefKind.CATALOG:
             return RangePlan(reason="it reads the part catalog, which changes from step to step")
@@ -97,10 +111,12 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
         if low is None or high is None or low > high:
             return RangePlan(reason=f"{binding.text} is not a fixed offset from {query.variable}")
         offsets[binding.placeholder] = (low, high)
+    if query is view.range:
+        return RangePlan(how, "RANGE", query, query.sql, offsets)
     lifted = lift(query.sql, frozenset(offsets))
     if lifted.sql is None:
         return RangePlan(reason=f"its {how.upper()} query cannot be lifted to many parts: {lifted.reason}")
-    return RangePlan(how, query, lifted.sql, offsets)
+    return RangePlan(how, how.upper(), query, lifted.sql, offsets)
 
 
 def input_rows(catalog: Catalog, refs: list[ResolvedRef]) -> int:
@@ -130,18 +146,23 @@ class RangeRunner:
         for binding in plan.query.bindings:
             source = self.catalog.get(binding.name)
             assert source is not None
+            if binding.name.lower() == definition.key:      # a RANGE clause's V[j-1]: the part before the run
+                frames[binding.placeholder] = self.store.read_parts(source, self.catalog.state(source.name),
+                                                                    [first - 1])
+                continue
             if binding.placeholder not in plan.offsets:
                 frames[binding.placeholder] = self.runner.frame(ResolvedRef(binding, source))
                 continue
             low, high = plan.offsets[binding.placeholder]
             frames[binding.placeholder] = self._input(source, first, last, low, high)
+        text = re.sub(r"\b__vdf_first\b", str(first), re.sub(r"\b__vdf_last\b", str(last), plan.sql))
         try:
             with self.runner.named(frames) as sql:
-                output = sql(plan.sql)
-                prefix = conform_prefix(output.schema, definition.schema, plan.query, plan.how.upper(),
+                output = sql(text)
+                prefix = conform_prefix(output.schema, definition.schema, plan.query, plan.clause,
                                         carried=PART_COLUMN)
                 columns = ", ".join(f"_c{k}" for k in range(len(output.columns)))
-                frame = sql(f"{prefix}{plan.sql}\n) AS __vdf_output({columns})")
+                frame = sql(f"{prefix}{text}\n) AS __vdf_output({columns})")
                 return self.store.write_range(definition, frame)
         except SPARK_ERRORS as exc:
             raise RangeFailed(str(exc)) from None

@@ -31,6 +31,7 @@ class CompiledView:
     update: CompiledQuery
     recompute: CompiledQuery | None
     refresh_every: int | None = None
+    range: CompiledQuery | None = None      # RANGE: a run of parts at once (maintainer/ranges.py)
 
     def clause(self, subscript: int, has_parts: bool) -> tuple[str, CompiledQuery]:
         """Which query computes part ``subscript``: INITIALIZE first, then UPDATE, with RECOMPUTE
@@ -57,7 +58,7 @@ def catalog_lookup(catalog: Catalog) -> Lookup:
 
 
 def _compile_clause(clause: DeltaQuery, lookup: Lookup, name: str) -> CompiledQuery:
-    scope = Scope.RECOMPUTE if clause.clause == "RECOMPUTE" else Scope.DELTA
+    scope = Scope.RECOMPUTE if clause.clause == "RECOMPUTE" else Scope.DELTA     # RANGE reads as UPDATE does
     return compile_query(clause.query, lookup, scope, clause.variable, name)
 
 
@@ -67,9 +68,10 @@ def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
     assert isinstance(statement, CreateViewDF)
     lookup = catalog_lookup(catalog)
     recompute = statement.recompute and _compile_clause(statement.recompute, lookup, definition.name)
+    ranged = statement.range and _compile_clause(statement.range, lookup, definition.name)
     return CompiledView(definition, _compile_clause(statement.initialize, lookup, definition.name),
                         _compile_clause(statement.update, lookup, definition.name), recompute or None,
-                        statement.refresh_every)
+                        statement.refresh_every, ranged or None)
 
 
 class ViewDefiner:
@@ -88,7 +90,8 @@ class ViewDefiner:
         initialize = _compile_clause(statement.initialize, lookup, name.text)
         update = _compile_clause(statement.update, lookup, name.text)
         recompute = statement.recompute and _compile_clause(statement.recompute, lookup, name.text)
-        clauses = [q for q in (initialize, update, recompute) if q]
+        ranged = statement.range and _compile_clause(statement.range, lookup, name.text)
+        clauses = [q for q in (initialize, update, recompute, ranged) if q]
         sources = self._sources(clauses, name.text)
         partitioned = [s for s in sources if s.partitioned]
         if not partitioned:
@@ -110,6 +113,8 @@ class ViewDefiner:
         self._check_references(update, draft, "UPDATE")
         if recompute:
             self._check_references(recompute, draft, "RECOMPUTE")
+        if ranged:
+            self._check_references(ranged, draft, "RANGE")
         schema = self._infer_schema(initialize, update, recompute, draft)
         draft = replace(draft, schema_json=schema.json())
         if statement.start_at_latest:
@@ -129,7 +134,7 @@ class ViewDefiner:
         fragment = query.fragment
         for binding in query.bindings:
             is_self = binding.name.lower() == view.key
-            if is_self and clause != "UPDATE":
+            if is_self and clause not in ("UPDATE", "RANGE"):
                 raise fragment.error(f"{clause} cannot read {view.name}'s own parts; only UPDATE can "
                                      f"(e.g. {view.name}[j-1])", binding.start, binding.end)
             if binding.kind is not RefKind.PARTS or binding.upper is None:

@@ -298,6 +298,80 @@ class PatternTranslation:
         lines.append(f"SELECT {key_list}{', '.join(outputs)} FROM folded\nWHERE {' OR '.join(alive)}")
         return "\n".join(lines)
 
+    def helper_range_query(self) -> str:
+        """The Helper's RANGE clause (maintainer/ranges.py): every part of a run in one query. Each group's
+        events are grouped by part and folded over the run's parts in order, starting from its runs in
+        Helper[j-1] (the part before the run); the runs after each part with events are emitted, and
+        with CONTIGUITY EVENTS carried unchanged through the parts without. Parts, killers and groups
+        behave exactly as in the UPDATE clause, part after part."""
+        fsm = self.fsm
+        keys = ", ".join(quote_name(k) for k in fsm.query.keys)
+        key_list, group = (keys + ", ", f" GROUP BY {keys}") if keys else ("", "")
+        stored, carry = fsm.stored_states(), self.carries
+        killer = render(fsm.killer, event="") if fsm.killer is not None else None
+        lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e" + (f", {killer} AS killer" if killer else "")
+                 + f", __vdf_j AS p FROM {quote_name(self.stream)}[j]{self._filter()})"]
+        if killer:
+            lines.append(f", cuts AS (SELECT {key_list}p, max(e) AS last_killer FROM events WHERE killer "
+                         f"GROUP BY {key_list}p)")
+            lines.append(f", live AS (SELECT {key_list}p, array_sort(collect_list(e)) AS evs FROM events "
+                         f"WHERE NOT killer GROUP BY {key_list}p)")
+            merged = "".join(f"coalesce(l.{quote_name(k)}, c.{quote_name(k)}) AS {quote_name(k)}, " for k in fsm.query.keys)
+            lines.append(f", parts AS (SELECT {merged}coalesce(l.p, c.p) AS p, IF(c.last_killer IS NULL, "
+                         f"coalesce(l.evs, array()), filter(coalesce(l.evs, array()), z -> z > c.last_killer)) AS evs, "
+                         f"c.last_killer IS NOT NULL AS wipe FROM live AS l {'FULL OUTER' if carry else 'LEFT'} JOIN "
+                         f"cuts AS c ON {self._same_key('l', 'c')} AND l.p = c.p)")
+        else:
+            lines.append(f", parts AS (SELECT {key_list}p, array_sort(collect_list(e)) AS evs, false AS wipe "
+                         f"FROM events GROUP BY {key_list}p)")
+        lines.append(f", seqs AS (SELECT {key_list}array_sort(collect_list(struct(p, evs, wipe))) AS ps FROM parts{group})")
+        merged = "".join(f"coalesce(seqs.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}, " for k in fsm.query.keys)
+        slots = "".join(f", {self._previous(k)}" for k in stored)
+        lines.append(f", joined AS (SELECT {merged}coalesce(seqs.ps, array()) AS ps{slots} FROM seqs FULL OUTER JOIN "
+                     f"{quote_name(self.helper)}[j-1] AS h ON {self._same_key('seqs', 'h')})")
+        before = {v.index: (f"s{v.index}" if v.index in stored else self._empty(v.index)) for v in fsm.variables}
+        initial = f"named_struct({', '.join(repr(f's{k}') + ', ' + before[k] for k in before)})"
+        empty = f"named_struct({', '.join(repr(f's{k}') + ', ' + self._empty(k) for k in before)})"
+        state = "struct<" + ",".join(f"s{k}:{self.slot_type(k)}" for k in before) + ">"
+        one = self.step(lambda k: f"pre.s{k}", "q.evs[0]")
+        several = self.step(lambda k: f"acc.s{k}", "ev", depth=1)
+        fold = (f"CASE WHEN size(q.evs) = 0 THEN pre WHEN size(q.evs) = 1 THEN {one} "
+                f"ELSE aggregate(q.evs, pre, (acc, ev) -> {several}) END")
+        # without CONTIGUITY EVENTS a part without events ends a group's runs
+        prior = f"CASE WHEN q.wipe{'' if carry else ' OR q.p <> sc.last + 1'} THEN {empty} ELSE sc.st END"
+        emitted = "named_struct('p', q.p, 'n', size(q.evs), 'st', nx)"
+        scan = (f"aggregate(ps, named_struct('last', CAST(__vdf_first - 1 AS bigint), 'st', initial, 'out', "
+                f"CAST(array() AS array<struct<p:bigint,n:int,st:{state}>>)), (sc, q) -> transform(array({prior}), "
+                f"pre -> transform(array({fold}), nx -> named_struct('last', q.p, 'st', nx, 'out', "
+                f"concat(sc.out, array({emitted}))))[0])[0])")
+        lines.append(f", starting AS (SELECT {key_list}{initial} AS initial, ps FROM joined)")
+        lines.append(f", scanned AS (SELECT {key_list}initial, {scan} AS sc FROM starting)")
+        after_last = "CAST(__vdf_last + 1 AS bigint)"
+        lines.append(f", emitted AS (SELECT {key_list}o.p AS p, o.n AS n, o.st AS st, "
+                     f"coalesce(try_element_at(sc.out, pos + 2).p, {after_last}) AS next "
+                     f"FROM scanned LATERAL VIEW posexplode(sc.out) AS pos, o)")
+        alive = lambda run: [f"size({run}.s{k}) > 0" if fsm.many(k) else f"{run}.s{k} IS NOT NULL"  # noqa: E731
+                             for k in stored]
+        if carry:
+            lines.append(f", segments AS (SELECT {key_list}p, st, next FROM emitted UNION ALL "
+                         f"SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, "
+                         f"coalesce(try_element_at(sc.out, 1).p, {after_last}) AS next FROM scanned "
+                         f"WHERE {' OR '.join(alive('initial')) or 'false'})")
+            lines.append(f", steps AS (SELECT {key_list}p, n, st FROM emitted UNION ALL "
+                         f"SELECT {key_list}c AS p, 0 AS n, st FROM segments LATERAL VIEW explode(IF(next - 1 >= p + 1, "
+                         f"sequence(p + 1, next - 1), CAST(array() AS array<bigint>))) AS c)")
+        else:
+            lines.append(f", steps AS (SELECT {key_list}p, n, st FROM emitted)")
+        final = fsm.final.index
+        conditions = alive("st")
+        outputs = [f"st.s{k} AS s{k}" for k in stored]
+        if self.match_column == "matched":
+            matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
+            outputs.append(f"{matched} AS matched")
+            conditions.append(f"{matched} IS NOT NULL")
+        lines.append(f"SELECT {key_list}{', '.join(outputs)}, p AS __vdf_part FROM steps\nWHERE {' OR '.join(conditions)}")
+        return "\n".join(lines)
+
     def final_query(self, part: str) -> str:
         match = self.match_column
         outputs = [f"{render(t, run=match)} AS {quote_name(name)}" for name, t in self.fsm.outputs]
@@ -306,6 +380,7 @@ class PatternTranslation:
     def helper_text(self) -> str:
         return (f"CREATE VIEW {quote_name(self.helper)} AS\nINITIALIZE {quote_name(self.helper)}[i] AS\n{_indent(self.helper_query('i', None))}\n"
                 f"UPDATE {quote_name(self.helper)}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
+                f"RANGE {quote_name(self.helper)}[j] AS\n{_indent(self.helper_range_query())}\n"
                 f"PARTITION LENGTH {self.partition_length}")
 
     def final_text(self) -> str:
