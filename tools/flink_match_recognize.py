@@ -4,7 +4,8 @@ Runs only inside .venv-flink (``./run flink-check [query ids]``). Each Flink-sup
 over each of its data sets in Flink's batch mode (one local TableEnvironment, parallelism 1; the data
 set is written to a CSV file read by the filesystem connector as table T), and the normalised rows go to
 tests/match_recognize/flink_results/<query id>__<data set>.json. A query Flink rejects or fails is
-recorded with its error instead of rows.
+recorded with its error instead of rows. A run of the whole corpus also removes recordings of queries or
+data sets no longer in it.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def main() -> None:
     environment = _environment()
     results.RESULTS_DIR.mkdir(exist_ok=True)
     began = time.monotonic()
+    written = set()
     with tempfile.TemporaryDirectory() as scratch:
         for name in sorted({name for case in cases for name in case.datasets}):
             data = pathlib.Path(scratch) / f"{name}.csv"
@@ -84,9 +86,13 @@ def main() -> None:
                 outcome = _run(environment, case.sql)
                 path = results.result_path(case.id, name)
                 path.write_text(json.dumps(outcome, indent=1) + "\n")
+                written.add(path)
                 status = outcome.get("error") or f"{len(outcome['rows'])} rows"  # type: ignore[arg-type]
                 print(f"{case.id} over {name}: {status} ({time.monotonic() - started:.1f} s)", flush=True)
-    print(f"{len(cases)} queries in {time.monotonic() - began:.0f} s", flush=True)
+    if not chosen:
+        for stale in set(results.RESULTS_DIR.glob("*.json")) - written:
+            stale.unlink()
+    print(f"{len(cases)} queries, {len(written)} runs in {time.monotonic() - began:.0f} s", flush=True)
 
 
 if __name__ == "__main__":

