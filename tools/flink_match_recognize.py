@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import datetime
 import json
 import pathlib
 import sys
@@ -36,17 +37,18 @@ def _environment(streaming: bool) -> TableEnvironment:
     return environment
 
 
+def _csv_value(value: object) -> object:
+    """Timestamps as Flink's CSV format reads them; floats exactly (repr round-trips)."""
+    if isinstance(value, datetime.datetime):
+        return value.isoformat(sep=" ", timespec="milliseconds")
+    return repr(value) if isinstance(value, float) else value
+
+
 def _write_csv(rows: list[dict[str, object]], path: pathlib.Path) -> None:
     with path.open("w", newline="") as handle:
         writer = csv.writer(handle)
         for row in rows:
-            writer.writerow(
-                [
-                    row["ts"].isoformat(sep=" ", timespec="milliseconds") if name == "ts" else repr(row[name])
-                    if isinstance(row[name], float) else row[name]
-                    for name in datasets.COLUMNS
-                ]
-            )
+            writer.writerow([_csv_value(row[name]) for name in datasets.COLUMNS])
 
 
 def _register(environment: TableEnvironment, path: pathlib.Path, streaming: bool) -> None:

@@ -26,7 +26,7 @@ FLINK_LACKS = frozenset(
         "reluctant_optional",  # A??
         "empty_match",  # a pattern that can match no row
         "running",  # the RUNNING keyword (Flink's code generator: "Unsupported call: RUNNING(DOUBLE)")
-        "zero_to_m",  # {,m} or {0,m} with m > 1: documented, but fails ("The from should be a positive number")
+        "no_lower_bound",  # {,m}: documented, but fails ("The from should be a positive number"); {0,m} works
     }
 )
 
@@ -234,7 +234,15 @@ CASES: tuple[Case, ...] = (
         PATTERN (A B{,2} C)
         DEFINE A AS A.price >= 4, B AS B.price < 4, C AS C.price >= 4""",
         RANDOM,
+        "no_lower_bound",
+    ),
+    _case(
         "zero_to_m",
+        """MEASURES A.ts AS a_ts, COUNT(B.price) AS n_b, C.ts AS c_ts
+        ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW
+        PATTERN (A B{0,2} C)
+        DEFINE A AS A.price >= 4, B AS B.price < 4, C AS C.price >= 4""",
+        RANDOM,
     ),
     _case(
         "optional_middle",
