@@ -385,18 +385,17 @@ def _special(node: exp.Anonymous, context: _Context) -> object:
         return context.path[-1][1] if context.path else None
     if name == "MATCH_NUMBER":
         return context.match_number
-    if name in ("PREV", "NEXT"):
+    if name == "PREV":  # NEXT is left out: it would read rows past the end that closed_only cannot see
         target = node.expressions[0]
         if isinstance(target, (exp.First, exp.Last)):
             base, inner = _navigated_row(target, context), target.this
         else:
             indices = context.indices(_variable_of(target, context.variables))
             base, inner = (indices[-1] if indices else None), target
-        steps = _offset(node, context) if len(node.expressions) > 1 else 1
         if base is None:
             return None
-        row = base - steps if name == "PREV" else base + steps
-        return _evaluate(inner, context, row) if 0 <= row < len(context.rows) else None
+        row = base - (_offset(node, context) if len(node.expressions) > 1 else 1)
+        return _evaluate(inner, context, row) if row >= 0 else None
     raise ValueError(f"the oracle does not evaluate {node.sql()}")
 
 
