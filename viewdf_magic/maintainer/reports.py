@@ -46,7 +46,7 @@ class StepReport:
     references: tuple[ReferenceReport, ...] = ()
     plan: str | None = None       # Spark physical plan, when asked for
     loader: Callable[[int], pd.DataFrame] | None = field(default=None, compare=False, repr=False)
-    repair: str = ""              # after late data: "changed" or "unchanged" (the stored part was kept)
+    repair: str = ""              # after late data: "changed" or "unchanged" (the same rows as the stored part)
     span: tuple[int, int] | None = None   # a range step: the first and last part it computed together
 
     def preview(self, limit: int = 5) -> pd.DataFrame | None:

@@ -173,13 +173,17 @@ class Timeline:
         next_part = self.next_part(ref.definition)
         return next_part is not None and ref.last < next_part
 
-    def lineage(self, refs: list[ResolvedRef]) -> tuple[LineageRange, ...]:
-        """Exactly the existing parts that ``refs`` read."""
+    def lineage(self, refs: list[ResolvedRef], computing: tuple[str, int] | None = None) -> tuple[LineageRange, ...]:
+        """Exactly the existing parts that ``refs`` read; ``computing`` (a view's key and a part) counts
+        that view's parts up to that one as existing (a range step reads its own run's parts)."""
         ranges = []
         for ref in refs:
             if ref.first is None or ref.last is None:
                 continue
             start, newest = self.start(ref.definition), self.newest(ref.definition)
+            if computing is not None and ref.definition.key == computing[0]:
+                newest = computing[1] if newest is None else max(newest, computing[1])
+                start = computing[1] if start is None else start
             if start is None or newest is None:
                 continue
             first, last = max(ref.first, start), min(ref.last, newest)
