@@ -114,7 +114,8 @@ def test_interrupted_ingest_cancels_its_job_and_publishes_nothing(spark, make_wa
     warehouse = make_warehouse()
     warehouse.run(STREAM_DDL)
     version = warehouse.catalog.version
-    slow_x = F.udf(slow_identity(SLOW_SECONDS), "int")
+    # 4 s a row, 32 s a task: on a loaded machine the interrupt must still land before the job could end
+    slow_x = F.udf(slow_identity(8 * SLOW_SECONDS), "int")
     batch = spark.createDataFrame(pd.DataFrame({"ts": [START + pd.Timedelta(seconds=s) for s in range(16)],
                                                 "x": range(16)})).select("ts", slow_x("x").alias("x"))
     tracker = spark.sparkContext.statusTracker()
@@ -128,7 +129,7 @@ def test_interrupted_ingest_cancels_its_job_and_publishes_nothing(spark, make_wa
 
     try:
         with interrupted_when(running), pytest.raises(Interrupted) as stopped:
-            warehouse.ingest("S", batch)        # 16 rows, 8 per task: 4 s unless cancelled
+            warehouse.ingest("S", batch)        # 16 rows, 8 per task: 32 s unless cancelled
     finally:
         spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
         spark.sparkContext.setLocalProperty("spark.job.description", None)
