@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from viewdf_magic.catalog.actions import Setting
 from viewdf_magic.catalog.arrow_fs import ArrowFileSystem
 from viewdf_magic.catalog.catalog import Catalog
 from viewdf_magic.catalog.filesystem import open_filesystem
@@ -87,8 +88,8 @@ def test_local_exclusive_creation_has_one_winner_among_racing_threads(tmp_path):
 def test_catalog_and_lock_work_on_every_backend(fs):
     catalog = Catalog(fs)
     with WriterLock(fs).held():
-        catalog.commit([{"op": "setting", "key": "maintenance", "value": "manual"}])
-        catalog.commit([{"op": "setting", "key": "color", "value": "blue"}])
+        catalog.commit([Setting("maintenance", "manual")])
+        catalog.commit([Setting("color", "blue")])
     assert not fs.exists("_viewdf/lock")
     reopened = Catalog(fs)
     assert reopened.version == 2 and reopened.settings == {"maintenance": "manual", "color": "blue"}

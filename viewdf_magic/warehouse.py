@@ -15,6 +15,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import IntegralType, StructType, TimestampNTZType, TimestampType
 
+from .catalog.actions import Advance, Create, Drop, Options, Setting
 from .catalog.catalog import Catalog
 from .catalog.filesystem import open_filesystem
 from .catalog.lock import WriterLock
@@ -282,7 +283,7 @@ class Warehouse:
             raise ViewDFError(f"maintenance mode must be 'auto' or 'manual', not {mode!r}")
         with self._writing():
             if mode != self.maintenance:
-                self.catalog.commit([{"op": "setting", "key": "maintenance", "value": mode}])
+                self.catalog.commit([Setting("maintenance", mode)])
             return self._maintain()
 
     def step(self, view: str | None = None, n: int | None = 1, plan: bool = False) -> list[StepReport]:
@@ -473,10 +474,9 @@ class Warehouse:
                                statement.fragment.text, time.time(), statement.partition_length,
                                timestamp_column=column, unique=self._unique_columns(statement, schema))
         length = statement.partition_length
-        options = {"op": "options", "name": definition.key,
-                   "lateness": statement.lateness.parts(length) if statement.lateness else None,
-                   "retain": statement.retain.parts(length) if statement.retain else None}
-        self.catalog.commit([{"op": "create", "object": definition.to_json()}, options])
+        options = Options(definition.key, {"lateness": statement.lateness.parts(length) if statement.lateness else None,
+                                           "retain": statement.retain.parts(length) if statement.retain else None})
+        self.catalog.commit([Create(definition), options])
         return Result(statement, f"Created stream {definition.name} (PARTITION LENGTH "
                                  f"{definition.partition_length}, TIMESTAMP {column}{self._options_text(definition)}).")
 
@@ -503,7 +503,7 @@ class Warehouse:
     def _run_Alter(self, statement: st.Alter) -> Result:
         definition = self._require(statement.name.text, (statement.kind.lower(),), statement, statement.name)
         value = statement.extent.parts(definition.partition_length) if statement.extent is not None else None
-        self.catalog.commit([{"op": "options", "name": definition.key, statement.option: value}])
+        self.catalog.commit([Options(definition.key, {statement.option: value})])
         steps = self._maintain()
         return Result(statement, f"{definition.name}: {self._options_text(definition).lstrip(', ') or 'no bounds'}."
                       + self._maintenance_note(), steps=steps)
@@ -525,7 +525,7 @@ class Warehouse:
             # The rows are written before the table is published, so a failing query leaves nothing behind.
             rows = self.ingester.append_table(definition, frame, statement.query.error, create=True)
             return Result(statement, f"Created table {definition.name} with {plural(rows, 'row')}.")
-        self.catalog.commit([{"op": "create", "object": definition.to_json()}])
+        self.catalog.commit([Create(definition)])
         return Result(statement, f"Created table {definition.name}.")
 
     def _publish(self, views: Iterable[tuple[st.CreateViewDF, dict]]) -> list[StepReport]:
@@ -538,7 +538,7 @@ class Warehouse:
             with self.catalog.transaction():
                 for statement, fields in views:
                     definition = replace(self.maintainer.definer.define(statement), **fields)
-                    self.catalog.commit([{"op": "create", "object": definition.to_json()}])
+                    self.catalog.commit([Create(definition)])
                     defined.append(definition)
                 if self.maintenance != "auto":
                     return []
@@ -718,7 +718,7 @@ class Warehouse:
                           if d.owner and d.owner.lower() == item.key and d not in doomed)
         ordered = list(reversed(doomed))
         now = time.time()
-        self.catalog.commit([{"op": "drop", "name": d.key, "updated": now} for d in ordered])
+        self.catalog.commit([Drop(d.key, now) for d in ordered])
         for d in ordered:
             self.maintainer.forget(d)
             self.store.forget(d)
@@ -850,7 +850,7 @@ class Warehouse:
             raise statement.fragment.error(
                 f"sealing through {statement.through} would create {through - newest:,} empty parts of "
                 f"{definition.name}; the limit is {MAX_NEW_PARTS:,}", statement.through_at)
-        self.catalog.commit([{"op": "advance", "name": definition.key, "through": through, "updated": time.time()}])
+        self.catalog.commit([Advance(definition.key, through, time.time())])
         steps = self._maintain()
         return Result(statement, f"Sealed {definition.name} through "
                                  f"{format_part(through, definition.partition_length)}." + self._maintenance_note(),

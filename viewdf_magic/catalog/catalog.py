@@ -10,13 +10,13 @@ reopening reads one checkpoint and a few entries.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import json
 from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Iterator
 
+from .actions import Action, InvalidAction, read_action
 from .filesystem import FileSystem
-from .model import ObjectDef, ObjectState, PartMeta
+from .model import ObjectDef, ObjectState
 
 LOG = "_viewdf/log"
 CHECKPOINTS = "_viewdf/checkpoint"
@@ -33,8 +33,8 @@ class Catalog:
         self.settings: dict[str, str] = {}
         self.garbage: dict[str, float] = {}     # data folders no part references any more -> since when
         self.version = 0
-        self._pending: list[dict] | None = None     # actions of an open transaction
-        self._grouped: list[dict] | None = None     # actions applied but not yet published (``grouped``)
+        self._pending: list[Action] | None = None     # actions of an open transaction
+        self._grouped: list[Action] | None = None     # actions applied but not yet published (``grouped``)
         self._load()
 
     # -- persistence ---------------------------------------------------------------------
@@ -57,7 +57,7 @@ class Catalog:
 
     def _replay(self, version: int) -> None:
         entry = json.loads(self.fs.read_text(f"{LOG}/{version:020d}.json"))
-        self._apply_all(entry["actions"], version)
+        self._apply_all([read_action(action) for action in entry["actions"]], version)
         self.version = version
 
     def refresh(self) -> bool:
@@ -69,23 +69,23 @@ class Catalog:
             self._replay(self.version + 1)
         return self.version != start
 
-    def commit(self, actions: list[dict]) -> None:
-        """Publish ``actions`` as the next log entry, then apply them (inside a transaction:
-        apply them now, publish them with the transaction)."""
+    def commit(self, actions: list[Action]) -> None:
+        """Apply ``actions`` and publish them as the next log entry (inside a transaction or a
+        ``grouped`` block: apply them now, publish them with it). Actions that cannot be applied
+        raise InvalidAction and change nothing, so no log entry fails on a later replay."""
         if not actions:
             return
-        version = self.version + 1
         if self._pending is not None or self._grouped is not None:
+            self._apply_all(actions, self.version + 1)
             (self._pending if self._pending is not None else self._grouped).extend(actions)
-            self._apply_all(actions, version)
             return
-        self._publish(actions)
+        self._apply_all(actions, self.version + 1, publish=True)
 
-    def _publish(self, actions: list[dict]) -> None:
+    def _write_entry(self, actions: list[Action]) -> None:
+        """Publish ``actions``, applied already, as the next log entry."""
         version = self.version + 1
-        self.fs.write_text(f"{LOG}/{version:020d}.json", json.dumps({"version": version, "actions": actions}))
-        if self._grouped is None:
-            self._apply_all(actions, version)
+        text = json.dumps({"version": version, "actions": [action.to_json() for action in actions]})
+        self.fs.write_text(f"{LOG}/{version:020d}.json", text)
         self.version = version
         if version % CHECKPOINT_EVERY == 0:
             self._checkpoint()
@@ -106,7 +106,12 @@ class Catalog:
             self._pending = None
             raise
         actions, self._pending = self._pending, None
-        self.commit(actions)
+        if actions:
+            try:
+                self._write_entry(actions)
+            except BaseException:
+                self.objects, self.states, self.settings, self.garbage = saved
+                raise
 
     @contextmanager
     def grouped(self) -> Iterator[None]:
@@ -129,7 +134,7 @@ class Catalog:
         """Publish the commits of a ``grouped`` block made so far (before a long Spark job, say)."""
         if self._grouped:
             actions, self._grouped = self._grouped, []
-            self._publish(actions)
+            self._write_entry(actions)
 
     def _checkpoint(self) -> None:
         snapshot = {"version": self.version, "settings": self.settings, "garbage": self.garbage,
@@ -137,94 +142,42 @@ class Catalog:
                                 for k, d in self.objects.items()]}
         self.fs.write_text(f"{CHECKPOINTS}/{self.version:020d}.json", json.dumps(snapshot))
 
-    def _apply_all(self, actions: Iterable[dict], version: int) -> None:
-        """Apply actions published (or to be published) as log ``version``."""
-        for action in actions:
-            getattr(self, f"_apply_{action['op']}")(action, version)
+    def _apply_all(self, actions: list[Action], version: int, publish: bool = False) -> None:
+        """Apply actions published (or, with ``publish``, to publish now) as log ``version``: all of
+        them, or none (raising InvalidAction if one cannot be applied)."""
+        saved = self._snapshot(actions)
+        try:
+            for action in actions:
+                try:
+                    action.apply(self, version)
+                except (KeyError, TypeError, ValueError) as error:
+                    if isinstance(error, InvalidAction):
+                        raise
+                    raise InvalidAction(f"cannot apply {action}: {error!r}") from None
+            if publish:
+                self._write_entry(actions)
+        except BaseException:
+            self._restore(saved)
+            raise
 
-    def _apply_create(self, action: dict, version: int) -> None:
-        definition = ObjectDef.from_json(action["object"])
-        self.objects[definition.key] = definition
-        self.states[definition.key] = ObjectState()
+    def _snapshot(self, actions: list[Action]) -> tuple:
+        """What ``actions`` may change, copied: the dicts, and the states of the objects they name."""
+        touched = {name: copy.copy(self.states[name]) for name in {a.object_name for a in actions}
+                   if name in self.states}
+        for state in touched.values():
+            state.parts, state.sealed = dict(state.parts), list(state.sealed)
+            state.table_folders = list(state.table_folders)
+        return dict(self.objects), dict(self.states), dict(self.settings), dict(self.garbage), touched
 
-    def _apply_drop(self, action: dict, version: int) -> None:
-        dropped = self.objects.pop(action["name"], None)
-        self.states.pop(action["name"], None)
-        if dropped is not None and "updated" in action:     # older logs: DROP deleted the files at once
-            self.garbage[f"data/{dropped.id}"] = action["updated"]
-
-    def _apply_part(self, action: dict, version: int) -> None:
-        meta = dataclasses.replace(PartMeta.from_json(action["part"]), changed=version, verified=version)
-        state = self.states[action["name"]]
-        replaced = state.parts.get(meta.subscript)
-        if replaced is not None and action.get("same_rows"):     # recomputed by another clause, same rows
-            meta = dataclasses.replace(meta, changed=replaced.changed)
-        if replaced is not None:        # a recomputed view part: its old folder is garbage from now on
-            self.garbage.update((f, meta.updated) for f in replaced.folders if f not in meta.folders)
-        state.parts[meta.subscript] = meta
-        if self.objects[action["name"]].kind == "stream":
-            if state.first is not None and meta.subscript < state.first - 1:   # late rows before the first part
-                state.sealed.append((meta.subscript + 1, state.first - 1, meta.updated))
-            state.first = meta.subscript if state.first is None else min(state.first, meta.subscript)
-
-    def _apply_advance(self, action: dict, version: int) -> None:
-        """A stream's newest part moves to ``through``; parts skipped on the way are sealed empty."""
-        state = self.states[action["name"]]
-        through = action["through"]
-        if state.newest is not None and through <= state.newest:
-            return
-        begin = state.first if state.newest is None else state.newest + 1
-        if begin is None:
-            begin = through
-        state.first = begin if state.first is None else state.first
-        gap_start = None
-        for subscript in range(begin, through + 2):
-            empty = subscript <= through and subscript not in state.parts
-            if empty and gap_start is None:
-                gap_start = subscript
-            elif not empty and gap_start is not None:
-                state.sealed.append((gap_start, subscript - 1, action["updated"]))
-                gap_start = None
-        state.newest = through
-
-    def _apply_verified(self, action: dict, version: int) -> None:
-        """A view part was recomputed after late data and came out unchanged."""
-        parts = self.states[action["name"]].parts
-        meta = parts[action["subscript"]]
-        parts[action["subscript"]] = dataclasses.replace(meta, verified=version, repairs=meta.repairs + 1)
-
-    def _apply_options(self, action: dict, version: int) -> None:
-        state = self.states[action["name"]]
-        for option in ("lateness", "retain"):
-            if option in action:
-                setattr(state, option, action[option])
-
-    def _apply_drop_parts(self, action: dict, version: int) -> None:
-        """Retention: parts before ``before`` are gone (their folders are garbage from now on)."""
-        state = self.states[action["name"]]
-        before = action["before"]
-        if "updated" in action:                              # older logs: retention deleted the files at once
-            self.garbage.update((f, action["updated"]) for s, meta in state.parts.items() if s < before
-                                for f in meta.folders)
-        state.parts = {s: meta for s, meta in state.parts.items() if s >= before}
-        state.sealed = [(max(a, before), b, when) for a, b, when in state.sealed if b >= before]
-        state.dropped_before = max(before, state.dropped_before or before)
-
-    def _apply_setting(self, action: dict, version: int) -> None:
-        if action["value"] is None:
-            self.settings.pop(action["key"], None)
-        else:
-            self.settings[action["key"]] = action["value"]
-
-    def _apply_vacuumed(self, action: dict, version: int) -> None:
-        for folder in action["folders"]:
-            self.garbage.pop(folder, None)
-
-    def _apply_table_data(self, action: dict, version: int) -> None:
-        state = self.states[action["name"]]
-        state.table_folders.extend(action["folders"])
-        state.table_rows += action["rows"]
-        state.table_updated = action["updated"]
+    def _restore(self, saved: tuple) -> None:
+        """Undo changes since ``_snapshot``, keeping the live dicts and states (others hold them)."""
+        objects, states, settings, garbage, touched = saved
+        for live, old in ((self.objects, objects), (self.states, states), (self.settings, settings),
+                          (self.garbage, garbage)):
+            live.clear()
+            live.update(old)
+        for name, state in touched.items():
+            vars(self.states[name]).update(vars(state))
 
     # -- lookups -------------------------------------------------------------------------
     def get(self, name: str) -> ObjectDef | None:

@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructType
 
+from ..catalog.actions import Action, Advance, Create, Part, TableData
 from ..catalog.catalog import Catalog
 from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
@@ -204,9 +205,9 @@ class Ingester:
             else:
                 how = "ingest" if newest is None or s > newest else "late"
                 meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,))
-            actions.append({"op": "part", "name": definition.key, "part": meta.to_json()})
+            actions.append(Part(definition.key, meta))
         through = max(parts)
-        actions.append({"op": "advance", "name": definition.key, "through": through, "updated": now})
+        actions.append(Advance(definition.key, through, now))
         begin = min(parts) if newest is None else newest + 1
         if min(parts) * definition.partition_length < self._computed_until():
             actions.append(request_repair(self.catalog.settings, min(parts) * definition.partition_length,
@@ -309,9 +310,8 @@ class Ingester:
             raise error(f"cannot write to {definition.name}: {summary(exc)}; nothing was written") from None
         if not rows:
             self.store.fs.delete(folder)
-        actions = [{"op": "create", "object": definition.to_json()}] if create else []
-        actions.append({"op": "table_data", "name": definition.key, "folders": [folder] if rows else [],
-                        "rows": rows, "updated": time.time()})
+        actions: list[Action] = [Create(definition)] if create else []
+        actions.append(TableData(definition.key, (folder,) if rows else (), rows, time.time()))
         self.catalog.commit(actions)
         return rows
 

@@ -12,6 +12,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from tqdm.auto import tqdm
 
+from ..catalog.actions import Part, Verified
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
@@ -255,7 +256,7 @@ class Maintainer:
             lineage = self.timeline.lineage(step.refs, (definition.key, step.subscript - 1))
             folders = (PartStore.range_folder(folder, step.subscript),) if rows else ()
             meta = PartMeta(step.subscript, rows, folders, seconds, lineage, now, step.how, checksum)
-            actions.append({"op": "part", "name": definition.key, "part": meta.to_json()})
+            actions.append(Part(definition.key, meta))
             reports.append(StepReport(definition.name, step.subscript,
                                       part_start(step.subscript, definition.partition_length), step.how, rows,
                                       seconds, lineage, resolved_sql(step.query, step.refs),
@@ -311,7 +312,7 @@ class Maintainer:
         if previous is not None and previous.checksum == checksum and previous.how == how:
             if folder:
                 self.store.fs.delete(folder)
-            self.catalog.commit([{"op": "verified", "name": definition.key, "subscript": subscript}])
+            self.catalog.commit([Verified(definition.key, subscript)])
             repair = "unchanged"
         else:
             # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
@@ -320,8 +321,7 @@ class Maintainer:
             repairs = previous.repairs + 1 if previous is not None else 0
             meta = PartMeta(subscript, rows, (folder,) if folder else (), seconds, lineage, time.time(), how,
                             checksum, repairs=repairs)
-            self.catalog.commit([{"op": "part", "name": definition.key, "part": meta.to_json(),
-                                  **({"same_rows": True} if same_rows else {})}])
+            self.catalog.commit([Part(definition.key, meta, same_rows)])
             repair = "" if previous is None else "unchanged" if same_rows else "changed"
         report = StepReport(definition.name, subscript, part_start(subscript, definition.partition_length),
                             how, rows, seconds, lineage, resolved_sql(query, refs), references, plan_text,

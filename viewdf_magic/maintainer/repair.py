@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from ..catalog.actions import Setting
 from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
 from ..wording import plural
@@ -55,14 +56,14 @@ class RepairReport:
                 f"unchanged), {self.skipped} skipped by early cutoff")
 
 
-def request_repair(settings: dict[str, str], since: int, version: int) -> dict:
+def request_repair(settings: dict[str, str], since: int, version: int) -> Setting:
     """The setting action that asks for a repair of everything from ``since`` (epoch seconds) on,
     caused by changes at catalog ``version``; merged with a repair still pending."""
     pending = settings.get(REPAIR_SETTING)
     if pending is not None:
         old = json.loads(pending)
         since, version = min(since, old["since"]), min(version, old["version"])
-    return {"op": "setting", "key": REPAIR_SETTING, "value": json.dumps({"since": since, "version": version})}
+    return Setting(REPAIR_SETTING, json.dumps({"since": since, "version": version}))
 
 
 class Repairer:
@@ -97,7 +98,7 @@ class Repairer:
                 report.failures.append(failure)
                 blocked.update(d.key for d in self.catalog.downstream(definition.name))
         if not blocked and not report.deferred:
-            self.catalog.commit([{"op": "setting", "key": REPAIR_SETTING, "value": None}])
+            self.catalog.commit([Setting(REPAIR_SETTING, None)])
         return report
 
     def _repair_view(self, definition: ObjectDef, since: int, version: int,

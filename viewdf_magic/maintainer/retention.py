@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import time
 
+from ..catalog.actions import DropParts
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
@@ -123,7 +124,7 @@ class Retention:
         of them (another process, an older catalog version) is not cut short."""
         cutoffs = self.cutoffs()
         now = time.time()
-        self.catalog.commit([{"op": "drop_parts", "name": key, "before": before, "updated": now}
+        self.catalog.commit([DropParts(key, before, now)
                              for key, before in cutoffs.items()])
         return cutoffs
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from ..catalog.actions import Vacuumed
 from ..catalog.catalog import Catalog
 from ..catalog.filesystem import FileSystem
 from .parts import PART_COLUMN
@@ -52,7 +53,7 @@ def sweep(catalog: Catalog, fs: FileSystem, retain_seconds: float) -> VacuumRepo
     for batch in {f.rsplit("/", 1)[0] for f in due if f"/{PART_COLUMN}=" in f}:   # a stream batch's last part
         if not any(name.startswith(f"{PART_COLUMN}=") for name in fs.list(batch)):
             fs.delete(batch)
-    catalog.commit([{"op": "vacuumed", "folders": due}] if due else [])
+    catalog.commit([Vacuumed(tuple(due))] if due else [])
     return VacuumReport(tuple(due), len(catalog.garbage))
 
 

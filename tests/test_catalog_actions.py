@@ -1,0 +1,134 @@
+"""Typed catalog actions: each is written to the log and read back as itself; an action that cannot
+be applied changes nothing and writes no log entry (so no entry fails on a later reopen); log
+entries of older versions still replay."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pyspark.sql.types import IntegerType, StructField, StructType, TimestampType
+
+from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropParts, InvalidAction, Options, Part,
+                                          Setting, TableData, Vacuumed, Verified, read_action)
+from viewdf_magic.catalog.catalog import LOG, Catalog
+from viewdf_magic.catalog.local_fs import LocalFileSystem
+from viewdf_magic.catalog.model import LineageRange, ObjectDef, PartMeta
+
+SCHEMA = StructType([StructField("ts", TimestampType()), StructField("x", IntegerType())]).json()
+STREAM = ObjectDef("stream", "S", "s0001", SCHEMA, "CREATE STREAM S ...", 1.0, 60, timestamp_column="ts")
+VIEW = ObjectDef("view", "V", "v0001", SCHEMA, "CREATE VIEW V ...", 2.0, 60, sources=("S",))
+
+
+def meta(subscript: int, folder: str, checksum: str = "c") -> PartMeta:
+    return PartMeta(subscript, 3, (folder,), 0.5, (LineageRange("S", subscript, subscript),), 10.0 + subscript,
+                    "update", checksum)
+
+
+EXAMPLES = [Create(STREAM), Drop("s", 5.0), Drop("s"), Part("v", meta(7, "data/v0001/a")),
+            Part("v", meta(7, "data/v0001/b"), same_rows=True), Advance("s", 9, 4.0), Verified("v", 7),
+            Options("s", {"lateness": 2}), Options("s", {"lateness": None, "retain": 5}), DropParts("v", 3, 6.0),
+            DropParts("v", 3), Setting("maintenance", "manual"), Setting("maintenance", None),
+            Vacuumed(("data/a", "data/b")), TableData("t", ("data/t0001/x",), 12, 7.0)]
+
+
+def test_every_kind_of_action_is_read_back_from_its_json_as_itself():
+    assert {type(action) for action in EXAMPLES} == set(KINDS.values())
+    for action in EXAMPLES:
+        text = json.dumps(action.to_json())
+        assert read_action(json.loads(text)) == action
+
+
+def test_the_log_format_is_unchanged():
+    # entries written by earlier versions must replay, and new entries must read the same way
+    assert Part("v", meta(7, "f"), same_rows=True).to_json()["same_rows"] is True
+    assert "same_rows" not in Part("v", meta(7, "f")).to_json()
+    assert Drop("s").to_json() == {"op": "drop", "name": "s"}
+    assert Options("s", {"retain": 5}).to_json() == {"op": "options", "name": "s", "retain": 5}
+    assert Create(STREAM).to_json() == {"op": "create", "object": STREAM.to_json()}
+    assert Vacuumed(("a",)).to_json() == {"op": "vacuumed", "folders": ["a"]}
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"op": "rename", "name": "s"}, "unknown catalog action 'rename'"),
+    ({"op": "advance", "name": "s"}, "malformed advance action"),
+    ({"op": "options", "name": "s", "colour": 1}, None),         # unknown keys of a known kind are ignored
+    ({"name": "s"}, "unknown catalog action None"),
+])
+def test_a_malformed_log_action_is_refused_with_what_is_wrong(data, message):
+    if message is None:
+        assert read_action(data) == Options("s", {})
+        return
+    with pytest.raises(InvalidAction, match=message):
+        read_action(data)
+
+
+def test_an_unknown_option_cannot_be_built():
+    with pytest.raises(InvalidAction, match="unknown option colour"):
+        Options("s", {"colour": 1})
+
+
+@pytest.fixture
+def catalog(tmp_path) -> Catalog:
+    catalog = Catalog(LocalFileSystem(str(tmp_path)))
+    catalog.commit([Create(STREAM), Create(VIEW)])
+    catalog.commit([Part("s", meta(1, "data/s0001/1")), Advance("s", 1, 3.0), Part("v", meta(1, "data/v0001/1"))])
+    return catalog
+
+
+def log_entries(catalog: Catalog) -> list[str]:
+    return catalog.fs.list(LOG)
+
+
+def test_an_action_that_cannot_be_applied_changes_nothing_and_writes_no_entry(catalog):
+    before = (json.dumps(catalog.states["v"].to_json()), dict(catalog.settings), dict(catalog.garbage),
+              catalog.version, log_entries(catalog))
+    state = catalog.states["v"]
+    # the first two actions apply; the third names a part that does not exist: none may stay applied
+    with pytest.raises(InvalidAction, match="cannot apply Verified"):
+        catalog.commit([Part("v", meta(1, "data/v0001/2")), Setting("maintenance", "manual"), Verified("v", 99)])
+    with pytest.raises(InvalidAction, match="no object named 'w'"):
+        catalog.commit([Part("w", meta(1, "data/w/1"))])
+    after = (json.dumps(catalog.states["v"].to_json()), dict(catalog.settings), dict(catalog.garbage),
+             catalog.version, log_entries(catalog))
+    assert after == before
+    assert catalog.states["v"] is state       # callers holding the state see it restored, not a stale copy
+    reopened = Catalog(catalog.fs)
+    assert reopened.version == catalog.version
+    assert json.dumps(reopened.states["v"].to_json()) == before[0]
+
+
+def test_a_failed_action_inside_a_transaction_rolls_the_transaction_back(catalog):
+    version = catalog.version
+    with pytest.raises(InvalidAction):
+        with catalog.transaction():
+            catalog.commit([Setting("maintenance", "manual")])
+            catalog.commit([Verified("v", 99)])
+    assert catalog.settings == {} and catalog.version == version
+    assert Catalog(catalog.fs).settings == {}
+
+
+def test_applied_actions_reopen_to_the_same_state(catalog):
+    catalog.commit([Part("v", meta(1, "data/v0001/2")), Verified("v", 1), Options("s", {"retain": 4}),
+                    Setting("maintenance", "manual")])
+    catalog.commit([DropParts("v", 1, 9.0), Drop("s", 11.0)])
+    reopened = Catalog(catalog.fs)
+    assert reopened.version == catalog.version == 4
+    assert {k: v.to_json() for k, v in reopened.states.items()} == {k: v.to_json() for k, v in catalog.states.items()}
+    assert reopened.settings == {"maintenance": "manual"}
+    # the replaced part's folder, the dropped stream's data: garbage since the actions' times
+    assert reopened.garbage == catalog.garbage == {"data/v0001/1": 11.0, "data/s0001": 11.0}
+
+
+def test_entries_written_by_earlier_versions_replay(tmp_path):
+    fs = LocalFileSystem(str(tmp_path))
+    part = meta(2, "data/s0001/2").to_json()
+    del part["arrivals"]                         # stream parts had no arrival times
+    fs.write_text(f"{LOG}/{1:020d}.json", json.dumps({"version": 1, "actions": [
+        {"op": "create", "object": STREAM.to_json()}, {"op": "options", "name": "s", "lateness": 3},
+        {"op": "part", "name": "s", "part": part}]}))
+    catalog = Catalog(fs)
+    assert catalog.states["s"].lateness == 3 and catalog.states["s"].parts[2].arrivals == ()
+    # DROP without "updated": the files were deleted at once, so none are garbage
+    fs.write_text(f"{LOG}/{2:020d}.json", json.dumps({"version": 2, "actions": [{"op": "drop", "name": "s"}]}))
+    assert catalog.refresh() and catalog.version == 2 and catalog.objects == {} and catalog.garbage == {}

@@ -1,0 +1,300 @@
+"""The catalog's log actions: one typed class for each kind of change, how it is written to the
+log as JSON and read back, and what it does to the catalog's state."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
+
+from .model import ObjectDef, ObjectState, PartMeta
+
+OPTIONS = ("lateness", "retain")
+
+
+class InvalidAction(ValueError):
+    """An action that cannot be read from the log or applied to the catalog's state."""
+
+
+class CatalogState(Protocol):
+    """What actions change: objects and their part states by lower-case name, settings, and data
+    folders no part references any more (-> since when)."""
+
+    objects: dict[str, ObjectDef]
+    states: dict[str, ObjectState]
+    settings: dict[str, str]
+    garbage: dict[str, float]
+
+
+@dataclass(frozen=True)
+class Action:
+    """One change, published in a log entry (``op`` names its kind in the JSON)."""
+
+    op: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)}}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "Action":
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        raise NotImplementedError
+
+    @property
+    def object_name(self) -> str | None:
+        """The (lower-case) name of the object whose state it changes, if one."""
+        return getattr(self, "name", None)
+
+
+@dataclass(frozen=True)
+class Create(Action):
+    """A stream, view or table is defined (with no parts)."""
+
+    op = "create"
+    definition: ObjectDef
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "object": self.definition.to_json()}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "Create":
+        return cls(ObjectDef.from_json(data["object"]))
+
+    @property
+    def object_name(self) -> str | None:
+        return self.definition.key
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        state.objects[self.definition.key] = self.definition
+        state.states[self.definition.key] = ObjectState()
+
+
+@dataclass(frozen=True)
+class Drop(Action):
+    """An object is dropped; its data folder is garbage from ``updated`` on (older logs have no
+    ``updated``: DROP deleted the files at once)."""
+
+    op = "drop"
+    name: str
+    updated: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _without_none(super().to_json(), "updated")
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        dropped = state.objects.pop(self.name, None)
+        state.states.pop(self.name, None)
+        if dropped is not None and self.updated is not None:
+            state.garbage[f"data/{dropped.id}"] = self.updated
+
+
+@dataclass(frozen=True)
+class Part(Action):
+    """A part is stored (or recomputed). ``same_rows``: a view part recomputed by another clause with
+    the rows it had, so readers computed from it stay fresh."""
+
+    op = "part"
+    name: str
+    part: PartMeta
+    same_rows: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        data = {"op": self.op, "name": self.name, "part": self.part.to_json()}
+        return {**data, "same_rows": True} if self.same_rows else data
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "Part":
+        return cls(data["name"], PartMeta.from_json(data["part"]), bool(data.get("same_rows", False)))
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        meta = dataclasses.replace(self.part, changed=version, verified=version)
+        target = _state(state, self.name)
+        replaced = target.parts.get(meta.subscript)
+        if replaced is not None and self.same_rows:
+            meta = dataclasses.replace(meta, changed=replaced.changed)
+        if replaced is not None:        # a recomputed view part: its old folder is garbage from now on
+            state.garbage.update((f, meta.updated) for f in replaced.folders if f not in meta.folders)
+        target.parts[meta.subscript] = meta
+        if state.objects[self.name].kind == "stream":
+            if target.first is not None and meta.subscript < target.first - 1:   # late rows before the first part
+                target.sealed.append((meta.subscript + 1, target.first - 1, meta.updated))
+            target.first = meta.subscript if target.first is None else min(target.first, meta.subscript)
+
+
+@dataclass(frozen=True)
+class Advance(Action):
+    """A stream's newest part moves to ``through``; parts skipped on the way are sealed empty."""
+
+    op = "advance"
+    name: str
+    through: int
+    updated: float
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        target = _state(state, self.name)
+        if target.newest is not None and self.through <= target.newest:
+            return
+        begin = target.first if target.newest is None else target.newest + 1
+        if begin is None:
+            begin = self.through
+        target.first = begin if target.first is None else target.first
+        gap_start = None
+        for subscript in range(begin, self.through + 2):
+            empty = subscript <= self.through and subscript not in target.parts
+            if empty and gap_start is None:
+                gap_start = subscript
+            elif not empty and gap_start is not None:
+                target.sealed.append((gap_start, subscript - 1, self.updated))
+                gap_start = None
+        target.newest = self.through
+
+
+@dataclass(frozen=True)
+class Verified(Action):
+    """A view part was recomputed after late data and came out unchanged."""
+
+    op = "verified"
+    name: str
+    subscript: int
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        parts = _state(state, self.name).parts
+        meta = parts[self.subscript]
+        parts[self.subscript] = dataclasses.replace(meta, verified=version, repairs=meta.repairs + 1)
+
+
+@dataclass(frozen=True)
+class Options(Action):
+    """A stream's ALLOWED LATENESS or an object's RETAIN, in parts (None: unbounded); only the
+    options named in ``values`` change."""
+
+    op = "options"
+    name: str
+    values: dict[str, int | None] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.values) - set(OPTIONS)
+        if unknown:
+            raise InvalidAction(f"unknown option {', '.join(sorted(unknown))}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "name": self.name, **self.values}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "Options":
+        return cls(data["name"], {option: data[option] for option in OPTIONS if option in data})
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        target = _state(state, self.name)
+        for option, value in self.values.items():
+            setattr(target, option, value)
+
+
+@dataclass(frozen=True)
+class DropParts(Action):
+    """Retention: parts before ``before`` are gone, their folders garbage from ``updated`` on (older
+    logs have no ``updated``: retention deleted the files at once)."""
+
+    op = "drop_parts"
+    name: str
+    before: int
+    updated: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return _without_none(super().to_json(), "updated")
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        target = _state(state, self.name)
+        if self.updated is not None:
+            state.garbage.update((f, self.updated) for s, meta in target.parts.items() if s < self.before
+                                 for f in meta.folders)
+        target.parts = {s: meta for s, meta in target.parts.items() if s >= self.before}
+        target.sealed = [(max(a, self.before), b, when) for a, b, when in target.sealed if b >= self.before]
+        target.dropped_before = max(self.before, target.dropped_before or self.before)
+
+
+@dataclass(frozen=True)
+class Setting(Action):
+    """A warehouse setting is set (or removed, with None)."""
+
+    op = "setting"
+    key: str
+    value: str | None
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        if self.value is None:
+            state.settings.pop(self.key, None)
+        else:
+            state.settings[self.key] = self.value
+
+
+@dataclass(frozen=True)
+class Vacuumed(Action):
+    """VACUUM deleted these garbage folders."""
+
+    op = "vacuumed"
+    folders: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "folders": list(self.folders)}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "Vacuumed":
+        return cls(tuple(data["folders"]))
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        for folder in self.folders:
+            state.garbage.pop(folder, None)
+
+
+@dataclass(frozen=True)
+class TableData(Action):
+    """Rows were appended to a dimension table (in ``folders``; none for no rows)."""
+
+    op = "table_data"
+    name: str
+    folders: tuple[str, ...]
+    rows: int
+    updated: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {**super().to_json(), "folders": list(self.folders)}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "TableData":
+        return cls(data["name"], tuple(data["folders"]), data["rows"], data["updated"])
+
+    def apply(self, state: CatalogState, version: int) -> None:
+        target = _state(state, self.name)
+        target.table_folders.extend(self.folders)
+        target.table_rows += self.rows
+        target.table_updated = self.updated
+
+
+KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
+                                  (Create, Drop, Part, Advance, Verified, Options, DropParts, Setting, Vacuumed,
+                                   TableData)}
+
+
+def read_action(data: dict[str, Any]) -> Action:
+    """The action a log entry's JSON describes."""
+    kind = KINDS.get(data.get("op", ""))
+    if kind is None:
+        raise InvalidAction(f"unknown catalog action {data.get('op')!r}")
+    try:
+        return kind.read(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidAction(f"malformed {kind.op} action {data}: {exc!r}") from None
+
+
+def _state(state: CatalogState, name: str) -> ObjectState:
+    found = state.states.get(name)
+    if found is None:
+        raise InvalidAction(f"no object named {name!r} in the catalog")
+    return found
+
+
+def _without_none(data: dict[str, Any], key: str) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if not (k == key and v is None)}
