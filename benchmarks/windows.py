@@ -101,7 +101,8 @@ def is_pre_aggregate(view: str) -> bool:
 def view_order(view: str) -> tuple:
     """Strategy, then pre-aggregate, helpers, final view."""
     strategy = strategy_of(view)
-    return STRATEGIES.index(strategy) if strategy in STRATEGIES else len(STRATEGIES), 0 if is_pre_aggregate(view) else 2 if "__" not in view else 1, view
+    rank = STRATEGIES.index(strategy) if strategy in STRATEGIES else len(STRATEGIES)
+    return rank, 0 if is_pre_aggregate(view) else 2 if "__" not in view else 1, view
 
 
 def stage_parts(spark: SparkSession, folder: str, count: int, rows: int) -> list[str]:

@@ -149,7 +149,7 @@ def work(path: str, first_batch: str, seed: int) -> None:
     """``first_batch`` "-": start Spark, print BOOTED, then wait for ``GO <first batch>`` on stdin
     (the parent boots the next worker's JVM while it checks the warehouse the last one left)."""
     from viewdf_magic import Warehouse
-    from viewdf_magic.commands.ingest import Ingester
+    from viewdf_magic.engine.ingest import Ingester
 
     spark = small_session()
     if first_batch == "-":

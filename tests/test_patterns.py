@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from test_errors import fails
-from viewdf_magic.commands.pattern_views import replan
+from viewdf_magic.engine.pattern_views import replan
 from viewdf_magic.translation.fsm_diagram import fsm_dot, fsm_svg, own_svg
 
 START = pd.Timestamp("2015-01-01 10:00")

@@ -81,6 +81,19 @@ def test_drop(warehouse):
         [(1, 20, STAMP("2015-01-01 11:00"))]
 
 
+def test_drop_through_the_api(warehouse):
+    warehouse.execute(PAPER_DDL)
+    with pytest.raises(ViewDFError, match="cannot drop M: Helper, View2 depend on it; use DROP STREAM M CASCADE"):
+        warehouse.drop("M", "stream")
+    with pytest.raises(ViewDFError, match="'Helper' is a view, not a stream"):
+        warehouse.drop("Helper", "stream")
+    with pytest.raises(ValueError, match="kind must be 'stream', 'view' or 'table', not 'index'"):
+        warehouse.drop("M", "index")
+    assert warehouse.drop("nothing", if_exists=True).message == "No view named nothing; nothing dropped."
+    assert warehouse.drop("M", "stream", cascade=True).message.startswith("Dropped View2, Helper, M.")
+    assert warehouse.execute("SHOW STREAMS").empty and warehouse.execute("SHOW VIEWS").empty
+
+
 def test_dimension_tables(warehouse, tmp_path):
     csv = tmp_path / "owners.csv"
     csv.write_text("owner,src\ncid,10.0.0.3\n")
@@ -242,7 +255,7 @@ def test_a_batch_is_stored_with_the_counts_it_was_checked_with(warehouse, spark)
     import random
 
     from pyspark.sql import functions as F
-    from viewdf_magic.commands.ingest import repeatable
+    from viewdf_magic.engine.ingest import repeatable
 
     warehouse.execute("CREATE STREAM R (ts TIMESTAMP, n INT) PARTITION LENGTH 60")
     draw = lambda: random.randrange(6)      # noqa: E731

@@ -10,7 +10,7 @@ from importlib import import_module
 
 from .errors import ViewDFError
 
-_LAZY = {"MaintenanceWarning": ".warehouse", "Result": ".warehouse", "Warehouse": ".warehouse",
+_LAZY = {"MaintenanceWarning": ".engine.results", "Result": ".engine.results", "Warehouse": ".warehouse",
          "NetworkStream": ".notebook.replay", "Replay": ".notebook.replay", "replay": ".notebook.replay"}
 
 __all__ = ["MaintenanceWarning", "NetworkStream", "Replay", "Result", "ViewDFError", "Warehouse",

@@ -18,7 +18,7 @@ from ..language.tokens import backquote
 from ..storage.parts import PartStore
 from ..session import is_connect_session
 from .connect_sql import sql_with_frames
-from .spark_errors import SPARK_ERRORS, spark_error
+from ..storage.spark_errors import SPARK_ERRORS, spark_error
 from .timeline import ResolvedRef, check_retained, existing
 
 PREFIX_CACHE_SIZE = 256

@@ -35,7 +35,7 @@ from ..language.queries import CompiledQuery, RefKind
 from ..storage.parts import PART_COLUMN, PartStore
 from ..timeparts import subscript_sql
 from .execute import QueryRunner, conform_prefix
-from .spark_errors import SPARK_ERRORS
+from ..storage.spark_errors import SPARK_ERRORS
 from .timeline import ResolvedRef, existing
 from .views import CompiledView
 

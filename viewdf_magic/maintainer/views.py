@@ -15,7 +15,7 @@ from ..language.parser import parse
 from ..language.queries import CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query
 from ..language.statements import CreateViewDF, DeltaQuery
 from .execute import QueryRunner
-from .spark_errors import spark_error
+from ..storage.spark_errors import spark_error
 from .timeline import ResolvedRef, Timeline
 
 # Part subscripts at which reference arithmetic is checked for future and cyclic references.

@@ -9,7 +9,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..catalog.model import ObjectDef
-from ..commands.ingest import conform_by_name
+from ..engine.conform import conform_by_name, read_file, to_frame
 from ..errors import ViewDFError
 from ..language.tokens import quote_name
 from ..network_example import SEED, network_stream
@@ -77,7 +77,7 @@ def _read(warehouse: Warehouse, definition: ObjectDef, source: Source) -> DataFr
     if isinstance(source, NetworkStream):
         source = source.frame()
     if isinstance(source, str):
-        return warehouse.ingester.read_file(source, None, {}, definition.schema, ViewDFError)
+        return read_file(warehouse.spark, source, None, {}, definition.schema, ViewDFError)
     if isinstance(source, pd.DataFrame) and source.empty:
         raise ViewDFError("the source has no rows")
-    return conform_by_name(warehouse.ingester.to_frame(source), definition.schema, ViewDFError)
+    return conform_by_name(to_frame(warehouse.spark, source), definition.schema, ViewDFError)

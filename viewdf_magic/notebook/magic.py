@@ -23,7 +23,8 @@ from ..language.parser import parse
 from ..language.statements import CreateQueryView, CreateViewDF, Query
 from ..maintainer.execute import explain_text
 from ..session import connect_session, is_spark_session
-from ..warehouse import Result, Warehouse
+from ..engine.results import Result
+from ..warehouse import Warehouse
 from .batches import NetworkStream, Source
 from .lineage import LineageViewer
 from .render import ResultView, error_text

@@ -13,7 +13,7 @@ import pandas as pd
 from ..errors import ViewDFError
 from ..language.statements import Describe, Step, Verify
 from ..maintainer.reports import StepReport, named_spans
-from ..warehouse import Result
+from ..engine.results import Result
 from ..wording import plural
 
 RED, RESET = "\x1b[31m", "\x1b[0m"

@@ -19,7 +19,6 @@ import pandas as pd
 
 from ..catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef
 from ..errors import ViewDFError
-from ..language.tokens import quote_name
 from ..maintainer.reports import StepReport
 from ..timeparts import format_part
 from ..warehouse import Warehouse
@@ -119,7 +118,7 @@ class Replay:
         catalog = self.warehouse.catalog
         doomed = sorted(catalog.downstream(self.stream), key=lambda d: d.created)
         statements = [d.origin or d.definition for d in doomed if d.owner is None]
-        self.warehouse.run(f"DROP STREAM {quote_name(self.stream)} CASCADE")
+        self.warehouse.drop(self.stream, "stream", cascade=True)
         for statement in statements:
             self.warehouse.run(statement)
         self.views = [catalog.get(v.name) for v in self.views]

@@ -7,7 +7,7 @@ import uuid
 
 from ..catalog.filesystem import FileSystem
 from ..errors import ViewDFError
-from ..maintainer.spark_errors import SPARK_ERRORS
+from .spark_errors import SPARK_ERRORS
 
 
 def check_shared_storage(spark, fs: FileSystem) -> None:

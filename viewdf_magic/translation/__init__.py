@@ -6,7 +6,7 @@ and the final view, chosen by each aggregate's algebra (see ``window_plan``).
 """
 
 from .window_query import WindowClause, WindowQuery, analyze_window, find_window
-from .window_sql import GeneratedView, WindowTranslation, translate_window
+from .window_sql import Column, GeneratedView, WindowSource, WindowTranslation, translate_window
 
-__all__ = ["WindowClause", "WindowQuery", "analyze_window", "find_window", "GeneratedView",
-           "WindowTranslation", "translate_window"]
+__all__ = ["WindowClause", "WindowQuery", "analyze_window", "find_window", "Column", "GeneratedView",
+           "WindowSource", "WindowTranslation", "translate_window"]

@@ -378,17 +378,19 @@ class PatternTranslation:
         return f"SELECT {', '.join(outputs)}\nFROM {quote_name(self.helper)}[{part}]\nWHERE {match} IS NOT NULL"
 
     def helper_text(self) -> str:
-        return (f"CREATE VIEW {quote_name(self.helper)} AS\nINITIALIZE {quote_name(self.helper)}[i] AS\n{_indent(self.helper_query('i', None))}\n"
-                f"UPDATE {quote_name(self.helper)}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
-                f"RANGE {quote_name(self.helper)}[j] AS\n{_indent(self.helper_range_query())}\n"
+        helper = quote_name(self.helper)
+        return (f"CREATE VIEW {helper} AS\nINITIALIZE {helper}[i] AS\n{_indent(self.helper_query('i', None))}\n"
+                f"UPDATE {helper}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
+                f"RANGE {helper}[j] AS\n{_indent(self.helper_range_query())}\n"
                 f"PARTITION LENGTH {self.partition_length}")
 
     def final_text(self) -> str:
         direct = direct_sql(self.fsm.query, self.stream, self.partition_length, self.timestamp, self.columns,
                             self.type_of)
-        return (f"CREATE VIEW {quote_name(self.name)} AS\nINITIALIZE {quote_name(self.name)}[i] AS\n{_indent(self.final_query('i'))}\n"
-                f"UPDATE {quote_name(self.name)}[j] AS\n{_indent(self.final_query('j'))}\n"
-                f"RECOMPUTE {quote_name(self.name)}[j] AS\n{_indent(direct)}\n"
+        name = quote_name(self.name)
+        return (f"CREATE VIEW {name} AS\nINITIALIZE {name}[i] AS\n{_indent(self.final_query('i'))}\n"
+                f"UPDATE {name}[j] AS\n{_indent(self.final_query('j'))}\n"
+                f"RECOMPUTE {name}[j] AS\n{_indent(direct)}\n"
                 f"PARTITION LENGTH {self.partition_length}")
 
 

@@ -23,10 +23,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import sqlglot
-from pyspark.sql.types import DoubleType, FloatType, StructType
 from sqlglot import exp
 
-from ..catalog.model import ObjectDef
 from .window_plan import (Aggregate, ExtremeRef, affine, chunk_length, chunk_previous, classify, extreme_cover,
                           suffix_source)
 from .window_query import WindowQuery, normalized
@@ -34,6 +32,26 @@ from ..language.tokens import quote_name
 
 REFRESH_MIN_PARTS = 16
 
+
+
+@dataclass(frozen=True)
+class Column:
+    """An output column: its name and its Spark SQL type (``bigint``, ``double``, ``decimal(20,2)``)."""
+
+    name: str
+    sql_type: str
+
+    @property
+    def floating(self) -> bool:
+        return self.sql_type in ("double", "float")
+
+
+@dataclass(frozen=True)
+class WindowSource:
+    """The stream (or view) a window query reads."""
+
+    name: str
+    partition_length: int
 
 
 @dataclass(frozen=True)
@@ -50,8 +68,8 @@ class WindowTranslation:
 
     name: str
     query: WindowQuery
-    source: ObjectDef
-    output: StructType                     # the user's query's columns and types
+    source: WindowSource
+    output: tuple[Column, ...]             # the user's query's columns and types
     width: int                             # W: source parts per window
     slide: int                             # r: source parts per view part
     aggregates: list[Aggregate]
@@ -129,7 +147,7 @@ class WindowTranslation:
                 source[clause.end:fragment.end])
 
     # -- statements ----------------------------------------------------------------------------
-    def text(self, view: GeneratedView, schema_of: Callable[[str], StructType]) -> str:
+    def text(self, view: GeneratedView, schema_of: Callable[[str], tuple[Column, ...]]) -> str:
         return getattr(self, f"_{view.role}_text")(view, schema_of)
 
     def _keys(self, prefix: str = "") -> list[str]:
@@ -241,8 +259,7 @@ class WindowTranslation:
                   f"      UNION ALL SELECT {negated} FROM {pre}[{self._range(-W, r - 1 - W)}]) AS __delta"
                   f"{group}")
         pre_schema = schema_of(self.helper("pre"))
-        floating = any(isinstance(f.dataType, (DoubleType, FloatType)) for f in pre_schema.fields
-                       if f.name.startswith("__s"))
+        floating = any(column.floating for column in pre_schema if column.name.startswith("__s"))
         if floating:
             self.refresh_every = max(REFRESH_MIN_PARTS, 4 * -(-W // r))
         return self._statement(view, window, update, window, self.refresh_every)
@@ -273,8 +290,8 @@ class WindowTranslation:
         union = "\n      UNION ALL ".join(branches)
         inner = (f"SELECT {', '.join(combined)}\n  FROM ({union}) AS __u"
                  + (f"\n  GROUP BY {', '.join(keys)}" if keys else ""))
-        items = [f"CAST({self._rewrite(item)} AS {f.dataType.simpleString()}) AS {quote_name(f.name)}"
-                 for item, f in zip(self.query.items, self.output.fields)]
+        items = [f"CAST({self._rewrite(item)} AS {column.sql_type}) AS {quote_name(column.name)}"
+                 for item, column in zip(self.query.items, self.output)]
         having = self.query.having
         where = f"\nWHERE {self._rewrite(having, having=True)}" if having is not None else ""
         body = f"SELECT {', '.join(items)}\nFROM ({inner}) AS __w{self._holistic_join()}{where}"
@@ -367,7 +384,7 @@ class WindowTranslation:
         window (it uses a holistic aggregate)."""
         strategy = {normalized(a.node): a.strategy for a in self.aggregates}
         found = {}
-        for item, column in zip(self.query.items, self.output.fields):
+        for item, column in zip(self.query.items, self.output):
             used = {strategy.get(normalized(node)) for node in item.find_all(exp.AggFunc)} - {None}
             found[column.name] = "key" if not used else "recomputed" if "holistic" in used else "incremental"
         return found
@@ -427,7 +444,8 @@ class WindowTranslation:
         return lines
 
 
-def translate_window(name: str, query: WindowQuery, source: ObjectDef, output: StructType) -> WindowTranslation:
+def translate_window(name: str, query: WindowQuery, source: WindowSource,
+                     output: tuple[Column, ...]) -> WindowTranslation:
     """Plan the translation of a checked window query whose output columns are ``output``."""
     length = source.partition_length
     width, slide = query.clause.width // length, (query.clause.slide or length) // length

@@ -14,7 +14,7 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef
 from ..language.parser import parse
 from ..language.statements import CreateQueryView, CreateViewDF
-from ..maintainer.spark_errors import summary
+from ..storage.spark_errors import summary
 from ..translation.pattern_fsm import EVENT, PatternFSM, build_fsm
 from ..translation.pattern_query import PatternClause, analyze_pattern, find_pattern
 from ..translation.pattern_sql import PatternTranslation, aux_rows

@@ -1,37 +1,30 @@
-"""Getting rows in: INSERT, LOAD and ``Warehouse.ingest``, routed to parts by timestamp."""
+"""Getting rows in: INSERT, LOAD and ``Warehouse.ingest`` routed to stream parts by timestamp, checked
+(lateness, UNIQUE .. PER PART), written and published; appends to dimension tables."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
-import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructType
 
 from ..catalog.actions import Action, Advance, Create, Part, TableData
 from ..catalog.catalog import Catalog
-from ..catalog.filesystem import qualify
-from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
-from ..errors import ViewDFError
+from ..catalog.model import ObjectDef, PartMeta
 from ..language.tokens import quote_name
 from ..maintainer.maintainer import StepReport
 from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
-from ..maintainer.spark_errors import SPARK_ERRORS, spark_error, summary
+from ..storage.spark_errors import SPARK_ERRORS, summary
 from ..session import is_connect_session
 from ..storage.parts import PART_COLUMN, PartStore, part_fingerprint
 from ..timeparts import format_part, subscript_sql
 from ..wording import agreeing, plural
+from .conform import ErrorAt
 
 MAX_NEW_PARTS = 100_000
-FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json", ".jsonl": "json",
-           ".ndjson": "json"}
-ErrorAt = Callable[[str], ViewDFError]
 
 
 @dataclass
@@ -64,52 +57,6 @@ class IngestReport:
         return text
 
 
-def conform_by_name(frame: DataFrame, schema: StructType, error: ErrorAt) -> DataFrame:
-    """Select and cast the schema's columns from ``frame``, matching names case-insensitively."""
-    available = {name.lower(): name for name in frame.columns}
-    wanted = {f.name.lower() for f in schema.fields}
-    missing = [f.name for f in schema.fields if f.name.lower() not in available]
-    extra = [name for name in frame.columns if name.lower() not in wanted]
-    if missing or extra:
-        parts = []
-        if missing:
-            parts.append(f"missing {agreeing(len(missing), 'column', 'columns')} {', '.join(missing)}")
-        if extra:
-            parts.append(f"unexpected {agreeing(len(extra), 'column', 'columns')} {', '.join(extra)}")
-        raise error(f"schema mismatch: {'; '.join(parts)} (expected {', '.join(schema.fieldNames())})")
-    return _cast(frame, [(available[f.name.lower()], f) for f in schema.fields], error)
-
-
-def conform_by_position(frame: DataFrame, schema: StructType, columns: list[str] | None,
-                        error: ErrorAt) -> DataFrame:
-    """Cast ``frame``'s columns, in order, to the schema's (or to the named ``columns``)."""
-    fields = schema.fields
-    if columns is not None:
-        by_name = {f.name.lower(): f for f in fields}
-        unknown = [c for c in columns if c.lower() not in by_name]
-        if unknown:
-            raise error(f"schema mismatch: no {agreeing(len(unknown), 'column', 'columns')} {', '.join(unknown)} "
-                        f"(columns are {', '.join(schema.fieldNames())})")
-        fields = [by_name[c.lower()] for c in columns]
-    if len(frame.columns) != len(fields):
-        raise error(f"schema mismatch: {len(frame.columns)} values per row but {len(fields)} columns "
-                    f"({', '.join(f.name for f in fields)})")
-    renamed = frame.toDF(*[f"_c{k}" for k in range(len(fields))])
-    cast = _cast(renamed, [(f"_c{k}", f) for k, f in enumerate(fields)], error)
-    if columns is not None:   # columns not named are NULL
-        cast = cast.select([F.col(f.name) if f.name in cast.columns else F.lit(None).cast(f.dataType).alias(f.name)
-                            for f in schema.fields])
-    return cast
-
-
-def _cast(frame: DataFrame, pairs: list, error: ErrorAt) -> DataFrame:
-    try:
-        return frame.select([F.col(quote_name(source)).cast(target.dataType).alias(target.name)
-                             for source, target in pairs])
-    except SPARK_ERRORS as exc:
-        raise error(f"schema mismatch: {spark_error(exc).message}") from None
-
-
 class Ingester:
     """Writes batches into stream parts and dimension tables."""
 
@@ -118,42 +65,6 @@ class Ingester:
         self.catalog = catalog
         self.store = store
         self.retention = retention
-
-    def to_frame(self, data: pd.DataFrame | DataFrame) -> DataFrame:
-        if isinstance(data, pd.DataFrame):
-            if data.empty:
-                return self.spark.createDataFrame([], StructType([]))
-            stamps = data.select_dtypes(include=["datetime", "datetimetz"]).columns
-            # Spark keeps microseconds; truncating first keeps Arrow's safe conversion happy.
-            return self.spark.createDataFrame(data.assign(**{c: data[c].dt.floor("us") for c in stamps}))
-        if isinstance(data, DataFrame):
-            return data
-        raise ViewDFError(f"expected a pandas or Spark DataFrame, got {type(data).__name__}")
-
-    def read_file(self, path: str, fmt: str | None, options: dict[str, str], schema: StructType,
-                  error: ErrorAt) -> DataFrame:
-        """Read a CSV, Parquet or JSON file and conform it to ``schema`` by column name."""
-        fmt = fmt or FORMATS.get(os.path.splitext(path)[1].lower())
-        if fmt not in ("csv", "parquet", "json"):
-            raise error("cannot tell the file's format from its name; add FORMAT csv, parquet or json")
-        options = {k.lower(): v for k, v in options.items()}
-        reader = self.spark.read.format(fmt)
-        if fmt in ("csv", "json"):
-            options.setdefault("mode", "FAILFAST")     # a malformed or ragged row is an error, not NULLs
-        if fmt == "csv":
-            options.setdefault("header", "true")
-            options["inferSchema"] = "false"
-        for key, value in options.items():
-            reader = reader.option(key, value)
-        try:
-            frame = reader.load(qualify(path))
-            if fmt == "csv" and options["header"].lower() == "false":
-                return conform_by_position(frame, schema, None, error)
-            if fmt == "csv":   # all CSV columns are strings; ANSI casts reject malformed values
-                frame = frame.select([F.col(quote_name(c)).cast(StringType()) for c in frame.columns])
-        except SPARK_ERRORS as exc:
-            raise error(f"cannot read '{path}': {spark_error(exc).message}") from None
-        return conform_by_name(frame, schema, error)
 
     def append_stream(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt) -> IngestReport:
         """Route rows to parts by timestamp and publish the parts; nothing is written on error."""
@@ -340,8 +251,3 @@ def _reason(exc: BaseException) -> str:
     return summary(exc)
 
 
-def stream_schema_check(schema: StructType, error: ErrorAt) -> None:
-    """Reject column names the warehouse reserves."""
-    for f in schema.fields:
-        if f.name.upper() in (PART_TIMESTAMP, PART_COLUMN.upper()):
-            raise error(f"the column name {f.name} is reserved")

@@ -15,7 +15,8 @@ from ..language.parser import parse
 from ..language.source import Fragment
 from ..language.statements import CreateQueryView, CreateViewDF, DeltaQuery
 from ..maintainer.views import ViewDefiner
-from ..translation import WindowClause, WindowTranslation, analyze_window, find_window, translate_window
+from ..translation import (Column, WindowClause, WindowSource, WindowTranslation, analyze_window, find_window,
+                           translate_window)
 from ..translation.window_plan import affine
 
 
@@ -45,7 +46,7 @@ class WindowViewPlan:
         to set; each is generated once the views it reads are defined."""
         name, origin = self.statement.name.text, self.statement.fragment.text
         for view in self.translation.views():
-            [generated] = parse(self.translation.text(view, lambda helper: catalog.get(helper).schema))
+            [generated] = parse(self.translation.text(view, lambda helper: columns(catalog.get(helper).schema)))
             if view.role == "final":
                 fields = {"origin": origin, "notes": self.translation.notes(),
                           "sources": (self.source.name,) + self.helpers}
@@ -80,7 +81,8 @@ def plan_window_view(statement: CreateQueryView, catalog: Catalog, definer: View
                                        f"slides by at most its length", *clause.slide_at)
     query = analyze_window(statement.query, clause)
     output = _probe(statement, clause, definer, clause.width // length, slide // length, slide)
-    translation = translate_window(statement.name.text, query, source, output)
+    translation = translate_window(statement.name.text, query, WindowSource(source.name, source.partition_length),
+                                   columns(output))
     plan = WindowViewPlan(statement, source, slide, translation)
     for helper in plan.helpers:
         if catalog.get(helper) is not None:
@@ -115,3 +117,8 @@ def _probe(statement: CreateQueryView, clause: WindowClause, definer: ViewDefine
         start = back(error.position)
         raise ViewDFError(error.message, text=source, position=start,
                           end=end if end is None or start is None or end > start else None) from None
+
+
+def columns(schema: StructType) -> tuple[Column, ...]:
+    """A Spark schema's columns as the translation names them."""
+    return tuple(Column(f.name, f.dataType.simpleString()) for f in schema.fields)

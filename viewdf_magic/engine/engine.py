@@ -1,0 +1,268 @@
+"""The engine: the warehouse's parts wired together, its locks, and what happens after every
+write (late-data repair, the maintenance cascade, retention, the garbage sweep)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from contextlib import contextmanager
+from typing import Iterator
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+
+from ..catalog.actions import Drop, Setting
+from ..catalog.catalog import Catalog
+from ..catalog.filesystem import open_filesystem
+from ..catalog.lock import WriterLock
+from ..catalog.model import PART_TIMESTAMP, ObjectDef
+from . import catalog_tables
+from .ingest import Ingester
+from ..errors import Interrupted, ViewDFError
+from ..wording import plural
+from ..language import statements as st
+from ..language.parser import VACUUM_RETAIN_SECONDS
+from ..language.queries import CompiledQuery, RefKind, Scope, compile_query
+from ..maintainer.compare import compare_rows
+from ..maintainer.cancellation import cancel_on_interrupt
+from ..maintainer.maintainer import Maintainer, StepReport
+from ..maintainer.repair import RepairReport, Repairer
+from ..maintainer.reports import named_spans
+from ..maintainer.retention import Retention
+from ..storage.spark_errors import check_runtime
+from ..maintainer.views import catalog_lookup
+from ..session import embedded_session, is_connect_session, prepare
+from ..storage.parts import PartStore
+from ..storage.shared_storage import check_shared_storage
+from ..storage.vacuum import sweep
+from ..timeparts import TimestampLike, format_part, part_start, subscript_of
+
+from .results import PartCheck
+
+
+class Engine:
+    """One open warehouse: its catalog, storage and maintainer, the writer lock, and the policy run
+    after every change. Statement handlers (``handlers``) and the ``Warehouse`` API call it."""
+
+    def __init__(self, path: str, spark: SparkSession | None = None, *, progress: bool = True,
+                 lock_timeout: float = 30.0) -> None:
+        self.spark = prepare(spark) if spark is not None else embedded_session()
+        self.fs = open_filesystem(self.spark, path)
+        if is_connect_session(self.spark):
+            check_shared_storage(self.spark, self.fs)
+        self.path = self.fs.root
+        self.catalog = Catalog(self.fs)
+        self.store = PartStore(self.spark, self.fs)
+        self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
+        self.repairer = Repairer(self.maintainer)
+        self.retention = Retention(self.maintainer)
+        self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention)
+        self.writer = WriterLock(self.fs, lock_timeout)
+        self._lock = threading.RLock()
+        self._since: int | None = None    # catalog version when the running statement began
+        self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data
+        self.recovered: list[StepReport] = self.recover()
+
+    def recover(self) -> list[StepReport]:
+        """Finish maintenance that a crashed or interrupted process left: a pending late-data repair,
+        and in auto mode every ready view part."""
+        auto = self.maintenance == "auto"
+        if not self.repairer.pending and not (auto and any(self.maintainer.next_step(d) for d in self.catalog.views())):
+            return []
+        with self.writing():
+            return self.maintain()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the writer lock (one writing process at a time) on the newest catalog, interruptibly."""
+        with self._lock, self.writer.held():
+            self._refresh()
+            with self._interruptible():
+                yield
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Read the newest committed catalog, interruptibly; published parts never change, so no lock is
+        needed."""
+        with self._lock:
+            self._refresh()
+            with self._interruptible():
+                yield
+
+    @contextmanager
+    def _interruptible(self) -> Iterator[None]:
+        """Run one statement so that an interrupt (KeyboardInterrupt) cancels its Spark jobs and raises
+        Interrupted naming the parts it published, which stay (an open catalog transaction is rolled
+        back, so a view being created is not). A statement run by another (STEP calls ``step``) is part
+        of it."""
+        if self._since is not None:
+            yield
+            return
+        self._since = self.catalog.version
+        try:
+            with cancel_on_interrupt(self.spark):
+                yield
+        except KeyboardInterrupt:
+            raise Interrupted(self._kept(self._since)) from None
+        finally:
+            self._since = None
+
+    def _kept(self, since: int) -> str:
+        """What a statement interrupted after catalog version ``since`` published, as a message."""
+        kept: dict[str, list[tuple[str, pd.Timestamp]]] = {"stream": [], "view": []}
+        for definition in self.catalog.objects.values():
+            if definition.kind in kept:
+                parts = self.catalog.state(definition.name).parts
+                kept[definition.kind] += [(definition.name, part_start(subscript, definition.partition_length))
+                                          for subscript in sorted(parts) if parts[subscript].verified > since]
+        named = [f"{plural(len(parts), kind + ' part')} ({named_spans(parts)})"
+                 for kind, parts in kept.items() if parts]
+        if not named:
+            return "Interrupted: no part was published."
+        return f"Interrupted: kept {' and '.join(named)}; the part being computed was not published."
+
+    def _refresh(self) -> None:
+        if self.catalog.refresh():       # another process committed: forget what it may have replaced
+            self.store.cache.clear()
+
+    @property
+    def maintenance(self) -> str:
+        """``auto`` (maintain on every change) or ``manual`` (only when stepped)."""
+        return self.catalog.settings.get("maintenance", "auto")
+
+    def set_maintenance(self, mode: str) -> list[StepReport]:
+        """Switch maintenance mode; switching to auto computes everything that is ready."""
+        if mode not in ("auto", "manual"):
+            raise ViewDFError(f"maintenance mode must be 'auto' or 'manual', not {mode!r}")
+        with self.writing():
+            if mode != self.maintenance:
+                self.catalog.commit([Setting("maintenance", mode)])
+            return self.maintain()
+
+    def step(self, view: str | None = None, n: int | None = 1, plan: bool = False) -> list[StepReport]:
+        """Compute the next ready part (or ``n`` parts; all with ``n=None``) in dependency order.
+
+        With ``view``, compute that view's next part; it is an error if it is not ready.
+        """
+        with self.writing():
+            definition = self.require(view, ("view",)) if view else None
+            if definition is not None and self.maintainer.next_step(definition) is None:
+                raise ViewDFError(self.not_ready(definition))
+            return self.maintainer.step(definition, n, plan)
+
+    def maintain(self) -> list[StepReport]:
+        """Repair view parts that late data changed (in any mode), then, in auto mode, compute
+        everything that is ready; failures are recorded in ``maintainer.failures``, not raised."""
+        repair = RepairReport() if self.repairer.pending else None
+        steps: list[StepReport] = []
+        failures = []
+        while True:
+            progress = 0
+            if repair is not None and self.repairer.pending:
+                done = self.repairer.run()
+                repair.add(done)
+                steps += done.steps
+                progress += len(done.steps)
+            if self.maintenance == "auto":
+                computed = self.maintainer.cascade()
+                steps += computed
+                failures += self.maintainer.failures
+                progress += len(computed)
+            if not self.repairer.pending or not progress:
+                break      # a repair waiting for parts that computed nothing new waits for the next change
+        self.last_repair = repair
+        failures = (repair.failures if repair is not None else []) + failures
+        self.maintainer.failures = list({(f.view, f.subscript): f for f in failures}.values())
+        self.retention.apply()
+        sweep(self.catalog, self.fs, VACUUM_RETAIN_SECONDS)
+        return steps
+
+    def maintenance_note(self) -> str:
+        """Failures of the latest cascade, as a sentence to append to a statement's message."""
+        return "".join(f" Warning: {failure}; {failure.view} and the views that read it are behind until "
+                       f"this is fixed." for failure in self.maintainer.failures)
+
+    def not_ready(self, definition: ObjectDef) -> str:
+        step = self.maintainer.pending_step(definition)
+        if step is None:
+            return f"{definition.name} is not ready: its sources have no parts yet"
+        waiting = [r for r in step.refs if not self.maintainer.timeline.available(r, definition)]
+        stamp = format_part(step.subscript, definition.partition_length)
+        if not waiting:
+            return f"{definition.name} is not ready: its next part {stamp} is after the newest stream data"
+        missing = ", ".join(f"{r.binding.name}[{r.last}]" for r in waiting)
+        return f"{definition.name} is not ready: its next part {stamp} waits for {missing}"
+
+    def close(self) -> None:
+        """Drop cached parts. The SparkSession is left running."""
+        self.store.cache.clear()
+
+    def require(self, name: str, kinds: tuple[str, ...], statement: st.Statement | None = None,
+                 at: st.Name | None = None) -> ObjectDef:
+        definition = self.catalog.get(name)
+        if definition is None or definition.kind not in kinds:
+            what = " or ".join(kinds)
+            message = f"no {what} named '{name}'"
+            if definition is not None:
+                message = f"'{name}' is a {definition.kind}, not a {what}"
+            if statement is not None and at is not None:
+                raise statement.fragment.error(message, at.start, at.end)
+            raise ViewDFError(message)
+        return definition
+
+    def subscript(self, definition: ObjectDef, part_timestamp: TimestampLike) -> int:
+        try:
+            return subscript_of(part_timestamp, definition.partition_length)
+        except ValueError as exc:
+            raise ViewDFError(str(exc)) from None
+
+    def _parts_frame(self) -> DataFrame:
+        table = catalog_tables.parts_table(self.catalog)
+        if table.empty:
+            return self.spark.createDataFrame(
+                [], "name string, part bigint, part_timestamp timestamp, rows bigint, compute_seconds double, "
+                    "how string, lineage string, last_updated timestamp")
+        return self.spark.createDataFrame(table)
+
+    def _compile_adhoc(self, fragment) -> CompiledQuery:
+        return compile_query(fragment, catalog_lookup(self.catalog), Scope.ADHOC)
+
+    def query(self, fragment) -> tuple[DataFrame, CompiledQuery]:
+        query = self._compile_adhoc(fragment)
+        refs = self.maintainer.timeline.resolve(query, None, None)
+        for ref in refs:
+            if ref.binding.kind is not RefKind.PARTS or ref.binding.lower is not ref.binding.upper:
+                continue
+            start = self.maintainer.timeline.start(ref.definition)
+            newest = self.maintainer.timeline.newest(ref.definition)
+            if start is None or newest is None or not start <= ref.last <= newest:
+                span = "it has no parts" if start is None or newest is None else \
+                    f"its parts run from {start} to {newest}"
+                raise fragment.error(f"{ref.definition.name} has no part {ref.last} ({span})",
+                                     ref.binding.start, ref.binding.end)
+        with self.maintainer.runner.bound(query, refs) as frame:
+            return frame, query
+
+    def drop_objects(self, doomed: list[ObjectDef]) -> list[ObjectDef]:
+        """Drop ``doomed`` (an object and the views reading it) and the helper views they own, readers
+        first; return them in that order."""
+        doomed = list(doomed)
+        for item in list(doomed):          # translated views take their helper views with them
+            doomed.extend(d for d in self.catalog.objects.values()
+                          if d.owner and d.owner.lower() == item.key and d not in doomed)
+        ordered = list(reversed(doomed))
+        now = time.time()
+        self.catalog.commit([Drop(d.key, now) for d in ordered])
+        for d in ordered:
+            self.maintainer.forget(d)
+            self.store.forget(d)
+        return ordered
+
+    def verify_part(self, definition: ObjectDef, subscript: int, tolerance: float) -> PartCheck:
+        started = time.perf_counter()
+        fresh = self.maintainer.recompute(definition, subscript)        # computed here (a local checkpoint)
+        seconds = time.perf_counter() - started
+        stored = self.store.read_parts(definition, self.catalog.state(definition.name), [subscript])
+        comparison = check_runtime(lambda: compare_rows(stored.drop(PART_TIMESTAMP), fresh, tolerance),
+                                   "verifying")
+        return PartCheck(comparison, seconds)

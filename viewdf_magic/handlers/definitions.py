@@ -1,0 +1,260 @@
+"""Handlers of the statements that define and drop objects: CREATE STREAM, TABLE and VIEW, ALTER, DROP."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import replace
+from typing import Iterable
+
+from pyspark.errors import PySparkException
+from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+
+from ..catalog.actions import Create, Options
+from ..catalog.model import CATALOG_VIEW, ObjectDef
+from ..engine.pattern_views import plan_pattern_view
+from ..engine.window_views import plan_window_view
+from ..translation.pattern_query import find_pattern
+from ..engine.conform import stream_schema_check
+from ..errors import ViewDFError
+from ..wording import agreeing, plural
+from ..language import statements as st
+from ..language.parser import VACUUM_RETAIN_SECONDS, parse
+from ..maintainer.maintainer import StepReport
+from ..storage.spark_errors import spark_error
+from ..timeparts import format_duration
+
+from ..engine.engine import Engine
+from ..engine.results import Result
+
+
+def _check_new_name(engine: Engine, statement: st.Statement, name: st.Name) -> None:
+    if engine.catalog.get(name.text) is not None or name.key == CATALOG_VIEW:
+        raise statement.fragment.error(f"'{name.text}' already exists", name.start, name.end)
+
+
+def _unchanged(engine: Engine, statement: st.CreateStream | st.CreateTable | st.CreateViewDF | st.CreateQueryView,
+               kind: str) -> Result | None:
+    """``IF NOT EXISTS`` or ``OR REPLACE`` naming an object that exists: a Result saying nothing changed
+    when its definition is the same; an error when IF NOT EXISTS meets another definition; None when
+    the statement goes on (to create, or to replace)."""
+    creation, name = statement.creation, statement.name
+    existing = engine.catalog.get(name.text)
+    if existing is None or not (creation.if_not_exists or creation.or_replace):
+        return None
+    if existing.kind != kind:
+        raise statement.fragment.error(f"'{existing.name}' is a {existing.kind}, not a {kind}",
+                                       name.start, name.end)
+    if existing.owner:
+        raise statement.fragment.error(f"'{existing.name}' is a helper view of {existing.owner}",
+                                       name.start, name.end)
+    stored = parse(existing.origin or existing.definition)[0]
+    if getattr(stored, "creation", None) is not None and stored.creation.signature == creation.signature:
+        return Result(statement, f"{kind.capitalize()} {existing.name} already exists with this definition; "
+                                 f"nothing changed.")
+    if creation.or_replace:
+        return None
+    hint = "CREATE OR REPLACE VIEW redefines it" if kind == "view" else \
+        f"drop it first (DROP {kind.upper()} {existing.name})"
+    raise statement.fragment.error(f"{kind} '{existing.name}' already exists with another definition; {hint}",
+                                   name.start, name.end)
+
+
+def _schema(engine: Engine, statement: st.Statement, columns) -> StructType:
+    try:
+        schema = engine.spark.createDataFrame([], columns.text).schema
+    except PySparkException as exc:
+        error = spark_error(exc)
+        raise columns.error(f"bad column list: {error.message}", columns.start) from None
+    stream_schema_check(schema, lambda message: columns.error(message, columns.start))
+    return schema
+
+
+def create_stream(engine: Engine, statement: st.CreateStream) -> Result:
+    unchanged = _unchanged(engine, statement, "stream")
+    if unchanged is not None:
+        return unchanged
+    _check_new_name(engine, statement, statement.name)
+    schema = _schema(engine, statement, statement.columns)
+    timestamps = [f for f in schema.fields if isinstance(f.dataType, (TimestampType, TimestampNTZType))]
+    if statement.timestamp is not None:
+        found = [f for f in schema.fields if f.name.lower() == statement.timestamp.text.lower()]
+        if not found or found[0] not in timestamps:
+            raise statement.fragment.error(f"'{statement.timestamp.text}' is not a TIMESTAMP column",
+                                           statement.timestamp.start, statement.timestamp.end)
+        column = found[0].name
+    elif len(timestamps) == 1:
+        column = timestamps[0].name
+    else:
+        raise statement.fragment.error("name the timestamp column with TIMESTAMP <column>",
+                                       statement.name.start, statement.name.end)
+    definition = ObjectDef("stream", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
+                           statement.fragment.text, time.time(), statement.partition_length,
+                           timestamp_column=column, unique=_unique_columns(statement, schema))
+    length = statement.partition_length
+    options = Options(definition.key, {"lateness": statement.lateness.parts(length) if statement.lateness else None,
+                                       "retain": statement.retain.parts(length) if statement.retain else None})
+    engine.catalog.commit([Create(definition), options])
+    return Result(statement, f"Created stream {definition.name} (PARTITION LENGTH "
+                             f"{definition.partition_length}, TIMESTAMP {column}{_options_text(engine, definition)}).")
+
+
+def _unique_columns(statement: st.CreateStream, schema: StructType) -> tuple[str, ...]:
+    """The UNIQUE (..) PER PART columns as the schema spells them."""
+    columns: list[str] = []
+    for name in statement.unique:
+        found = [f.name for f in schema.fields if f.name.lower() == name.key]
+        if not found:
+            raise statement.fragment.error(f"UNIQUE names '{name.text}', which is not a column of "
+                                           f"{statement.name.text}", name.start, name.end)
+        if found[0] in columns:
+            raise statement.fragment.error(f"'{name.text}' is named twice in UNIQUE", name.start, name.end)
+        columns.append(found[0])
+    return tuple(columns)
+
+
+def _options_text(engine: Engine, definition: ObjectDef) -> str:
+    state = engine.catalog.state(definition.name)
+    text = f", ALLOWED LATENESS {state.lateness} PARTS" if state.lateness is not None else ""
+    text += f", {definition.unique_clause}" if definition.unique else ""
+    return text + (f", RETAIN {state.retain} PARTS" if state.retain is not None else "")
+
+
+def alter(engine: Engine, statement: st.Alter) -> Result:
+    definition = engine.require(statement.name.text, (statement.kind.lower(),), statement, statement.name)
+    value = statement.extent.parts(definition.partition_length) if statement.extent is not None else None
+    engine.catalog.commit([Options(definition.key, {statement.option: value})])
+    steps = engine.maintain()
+    return Result(statement, f"{definition.name}: {_options_text(engine, definition).lstrip(', ') or 'no bounds'}."
+                  + engine.maintenance_note(), steps=steps)
+
+
+def create_table(engine: Engine, statement: st.CreateTable) -> Result:
+    unchanged = _unchanged(engine, statement, "table")
+    if unchanged is not None:
+        return unchanged
+    _check_new_name(engine, statement, statement.name)
+    if statement.columns is not None:
+        schema = _schema(engine, statement, statement.columns)
+        frame = None
+    else:
+        frame, _ = engine.query(statement.query)
+        schema = frame.schema
+    definition = ObjectDef("table", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
+                           statement.fragment.text, time.time())
+    if frame is not None:
+        # The rows are written before the table is published, so a failing query leaves nothing behind.
+        rows = engine.ingester.append_table(definition, frame, statement.query.error, create=True)
+        return Result(statement, f"Created table {definition.name} with {plural(rows, 'row')}.")
+    engine.catalog.commit([Create(definition)])
+    return Result(statement, f"Created table {definition.name}.")
+
+
+def _publish(engine: Engine, views: Iterable[tuple[st.CreateViewDF, dict]]) -> list[StepReport]:
+    """Define each view in turn and publish them all with their backfill, all or nothing.
+
+    ``views`` yields (statement, catalog fields to set); it may be a generator whose later
+    statements depend on the views defined before them."""
+    defined: list[ObjectDef] = []
+    try:
+        with engine.catalog.transaction():
+            for statement, fields in views:
+                definition = replace(engine.maintainer.definer.define(statement), **fields)
+                engine.catalog.commit([Create(definition)])
+                defined.append(definition)
+            if engine.maintenance != "auto":
+                return []
+            return [step for d in defined for step in engine.maintainer.step(engine.catalog.get(d.name), n=None)]
+    except ViewDFError:
+        for definition in defined:
+            engine.maintainer.forget(definition)
+            engine.store.delete_object(definition)
+        raise
+
+
+def _created(engine: Engine, statement: st.Statement, name: str, description: str, steps: list[StepReport]) -> Result:
+    mine = [s for s in steps if s.view == name]
+    message = f"Created view {name} ({description})"
+    if mine:
+        message += f"; computed {plural(len(mine), 'part')} up to {mine[-1].part_timestamp:%Y-%m-%d %H:%M:%S}"
+    return Result(statement, message + ".", steps=steps)
+
+
+def create_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView) -> Result:
+    """CREATE VIEW, with IF NOT EXISTS or OR REPLACE [CASCADE]."""
+    unchanged = _unchanged(engine, statement, "view")
+    if unchanged is not None:
+        return unchanged
+    old = engine.catalog.get(statement.name.text) if statement.creation.or_replace else None
+    return _define_view(engine, statement) if old is None else _replace_view(engine, statement, old)
+
+
+def _define_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView) -> Result:
+    """Define a new view (a ViewDF, or a query translated into ViewDFs) and compute its parts."""
+    if isinstance(statement, st.CreateViewDF):
+        steps = _publish(engine, [(statement, {})])
+        definition = engine.catalog.get(statement.name.text)
+        return _created(engine, statement, definition.name, f"PARTITION LENGTH {definition.partition_length}",
+                             steps)
+    _check_new_name(engine, statement, statement.name)
+    clause = find_pattern(statement.query)
+    if clause is not None:
+        plan = plan_pattern_view(statement, clause, engine.catalog, engine.spark)
+    else:
+        plan = plan_window_view(statement, engine.catalog, engine.maintainer.definer)
+    steps = _publish(engine, plan.statements(engine.catalog))
+    return _created(engine, statement, statement.name.text, plan.description, steps)
+
+
+def _replace_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView, old: ObjectDef) -> Result:
+    """OR REPLACE of a view whose definition changed: drop it, define it anew and compute its parts;
+    with CASCADE, the views reading it are defined again from their own text and recomputed. One
+    catalog transaction: if anything fails, the old views stay as they were."""
+    name = statement.name
+    doomed = engine.catalog.downstream(old.name)
+    readers = [d for d in engine.catalog.views() if d in doomed[1:] and d.owner is None]
+    if readers and not statement.creation.cascade:
+        names = ", ".join(d.name for d in readers)
+        raise statement.fragment.error(
+            f"cannot replace {old.name}: {names} read{'s' if len(readers) == 1 else ''} it; "
+            f"CREATE OR REPLACE VIEW {old.name} CASCADE AS ... recomputes {'it' if len(readers) == 1 else 'them'} "
+            f"too", name.start, name.end)
+    with engine.catalog.transaction():
+        engine.drop_objects(doomed)
+        result = _define_view(engine, statement)
+        for reader in readers:
+            again = parse(reader.origin or reader.definition)[0]
+            assert isinstance(again, (st.CreateViewDF, st.CreateQueryView))
+            try:
+                result.steps += _define_view(engine, again).steps
+            except ViewDFError as error:
+                raise statement.fragment.error(f"{reader.name}, which reads {old.name}, cannot be defined over "
+                                               f"the new {old.name}: {error.message}; nothing was replaced",
+                                               name.start, name.end) from None
+    message = "Replaced" + result.message.removeprefix("Created")
+    if readers:
+        message = message.rstrip(".") + f"; recomputed {', '.join(d.name for d in readers)} (CASCADE)."
+    return Result(statement, message, steps=result.steps)
+
+
+def drop(engine: Engine, statement: st.Drop) -> Result:
+    kind = statement.kind.lower()
+    definition = engine.catalog.get(statement.name.text)
+    if definition is None and statement.if_exists:
+        return Result(statement, f"No {kind} named {statement.name.text}; nothing dropped.")
+    definition = engine.require(statement.name.text, (kind,), statement, statement.name)
+    owner = engine.catalog.get(definition.owner) if definition.owner else None
+    if owner is not None:
+        raise statement.fragment.error(f"{definition.name} is a helper view of {owner.name}; "
+                                       f"DROP VIEW {owner.name} drops it", statement.name.start, statement.name.end)
+    doomed = engine.catalog.downstream(definition.name)
+    if len(doomed) > 1 and not statement.cascade:
+        names = ", ".join(d.name for d in doomed[1:])
+        raise statement.fragment.error(f"cannot drop {definition.name}: {names} "
+                                       f"{agreeing(len(doomed) - 1, 'depends', 'depend')} on it; "
+                                       f"use DROP {statement.kind} {definition.name} CASCADE",
+                                       statement.name.start, statement.name.end)
+    dropped = engine.drop_objects(doomed)
+    return Result(statement, f"Dropped {', '.join(d.name for d in dropped)}. The data files are deleted after "
+                             f"{format_duration(VACUUM_RETAIN_SECONDS)} (VACUUM RETAIN 0 SECONDS deletes them now).")
+

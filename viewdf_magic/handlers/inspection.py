@@ -1,0 +1,141 @@
+"""Handlers of the read-only statements: queries, SHOW, DESCRIBE, EXPLAIN VIEW, VERIFY."""
+
+from __future__ import annotations
+
+
+import pandas as pd
+
+from ..catalog.model import ObjectDef
+from ..engine import catalog_tables
+from ..engine.pattern_views import explain_tables, replan
+from ..translation.fsm_diagram import fsm_svg
+from ..errors import ViewDFError
+from ..wording import plural
+from ..language import statements as st
+from ..maintainer.compare import DEFAULT_TOLERANCE
+from ..maintainer.execute import explain_text
+from ..maintainer.maintainer import PendingStep, resolved_sql
+from ..timeparts import format_part, to_utc
+
+from ..engine.engine import Engine
+from ..engine.results import Result
+
+
+def query(engine: Engine, statement: st.Query) -> Result:
+    frame, query = engine.query(statement.query)
+    return Result(statement, frame=frame, query=query)
+
+
+def show(engine: Engine, statement: st.Show) -> Result:
+    timeline = engine.maintainer.timeline
+    if statement.what == "PENDING":
+        return Result(statement, table=engine.maintainer.pending())
+    if statement.what == "STREAMS":
+        return Result(statement, table=catalog_tables.streams_table(engine.catalog))
+    if statement.what == "VIEWS":
+        return Result(statement, table=catalog_tables.views_table(engine.catalog, timeline))
+    if statement.what == "TABLES":
+        return Result(statement, table=catalog_tables.tables_table(engine.catalog))
+    definition = engine.require(statement.name.text, ("stream", "view"), statement, statement.name)
+    table = catalog_tables.parts_table(engine.catalog, definition)
+    if statement.changed_since is not None:
+        try:
+            since = to_utc(statement.changed_since).tz_localize(None)
+        except ValueError as exc:
+            raise statement.fragment.error(str(exc), statement.changed_since_at) from None
+        table = table[table["last_updated"] >= since].reset_index(drop=True)
+    return Result(statement, table=table)
+
+
+def describe(engine: Engine, statement: st.Describe) -> Result:
+    definition = engine.require(statement.name.text, ("stream", "view", "table"), statement, statement.name)
+    return Result(statement, table=catalog_tables.describe_table(definition), detail=catalog_tables.describe_text(definition))
+
+
+def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
+    """A summary first (a pattern's FSM, a window's strategies, what each next step reads), then
+    the ViewDFs, queries and Spark plans as sections that notebooks show folded."""
+    definition = engine.require(statement.name.text, ("view",), statement, statement.name)
+    summary: list[str] = []
+    figure, tables, explained = None, [], [definition]
+    plan = replan(definition, engine.catalog, engine.spark)
+    if plan is not None:
+        helper = engine.catalog.get(plan.translation.helper)
+        figure, tables = fsm_svg(plan.fsm), explain_tables(plan)
+        summary.append(f"{definition.name} is a pattern query, translated into the FSM above, a Helper ViewDF "
+                       f"({helper.name}) that keeps each group's live runs, and a final ViewDF.")
+        explained = [helper, definition]
+    if definition.notes:
+        summary.append(definition.notes)
+    sections: list[tuple[str, str]] = []
+    for view in explained:
+        line, plans = _explain_steps(engine, view)
+        summary += [line, engine.maintainer.jobless_summary(view)]
+        sections += [(f"ViewDF of {view.name}", catalog_tables.describe_text(view)), *plans]
+    summary += [engine.maintainer.range_plan(view).describe(view.name) for view in
+                [*explained, *(d for d in engine.catalog.views() if d.owner and d.owner.lower() == definition.key
+                               and d not in explained)]]
+    summary.append("The parts each next step reads:")
+    table = engine.maintainer.pending()
+    return Result(statement, detail="\n\n".join(summary),
+                  table=table[table["view"].isin([view.name for view in explained])].reset_index(drop=True),
+                  figure=figure, tables=tables, sections=sections)
+
+
+def _explain_steps(engine: Engine, definition: ObjectDef) -> tuple[str, list[tuple[str, str]]]:
+    """A line on the view's next part, and the resolved query and Spark's plans of a step: the next
+    one when it is ready, else the newest stored part computed again, so the plans read stored parts."""
+    step = engine.maintainer.pending_step(definition)
+    if step is None:
+        return f"Next part of {definition.name}: unknown until every source has a part.", []
+    empty_because = engine.maintainer.known_empty(step) if step.ready else None
+    line = (f"Next part: {definition.name}[{step.subscript}] "
+            f"({format_part(step.subscript, definition.partition_length)}), {step.how.upper()}, "
+            f"{'ready' if step.ready else 'waiting'}"
+            + (f", recorded empty without a Spark job ({empty_because})." if empty_because else "."))
+    shown, which = step, f"the next part of {definition.name}"
+    latest = None if step.ready else engine.maintainer.latest_step(definition)
+    if latest is not None and latest.ready:
+        shown, which = latest, (f"{definition.name}[{latest.subscript}] "
+                                f"({format_part(latest.subscript, definition.partition_length)}), "
+                                f"the newest stored part")
+    try:
+        plans = _plans(engine, definition, shown)
+    except ViewDFError:             # the newest part's inputs were dropped by retention
+        shown, which = step, f"the next part of {definition.name}"
+        plans = _plans(engine, definition, shown)
+    return line, [(f"Query of {which}", resolved_sql(shown.query, shown.refs)),
+                  (f"Spark plans of {which}", plans)]
+
+
+def _plans(engine: Engine, definition: ObjectDef, step: PendingStep) -> str:
+    """Spark's logical and physical plans for computing ``step``."""
+    with engine.maintainer.runner.bound(step.query, step.refs, schema=definition.schema,
+                                      clause=step.how.upper()) as frame:
+        return explain_text(frame, mode="extended").strip()
+
+
+def verify(engine: Engine, statement: st.Verify) -> Result:
+    definition = engine.require(statement.name.text, ("view",), statement, statement.name)
+    if engine.maintainer.compiled(definition).recompute is None:
+        raise statement.fragment.error(f"{definition.name} has no RECOMPUTE clause to verify against",
+                                       statement.name.start, statement.name.end)
+    tolerance = DEFAULT_TOLERANCE if statement.tolerance is None else statement.tolerance
+    rows = []
+    state = engine.catalog.state(definition.name)
+    for subscript in sorted(state.parts):
+        found = engine.verify_part(definition, subscript, tolerance).comparison
+        rows.append({"part": subscript, "part_timestamp": format_part(subscript, definition.partition_length),
+                     "stored_rows": state.parts[subscript].rows, "missing_rows": found.missing,
+                     "extra_rows": found.extra, "max_difference": found.max_difference, "equal": found.equal})
+    table = pd.DataFrame(rows, columns=["part", "part_timestamp", "stored_rows", "missing_rows", "extra_rows",
+                                        "max_difference", "equal"]).astype({"max_difference": float})
+    bad = int((~table["equal"]).sum()) if len(table) else 0
+    message = (f"{definition.name}: all {plural(len(table), 'part')} equal their recomputation" if not bad else
+               f"{definition.name}: {bad} of {plural(len(table), 'part')} differ from their recomputation")
+    drift = table["max_difference"].max()      # NaN when every part was compared exactly
+    if not bad and drift > 0:                    # some float values were only equal within it
+        message += (f", FLOAT/DOUBLE values within a relative {tolerance:g} "
+                    f"(largest difference {drift:.3g})")
+    return Result(statement, message + ".", table=table)
+
