@@ -3,7 +3,7 @@ warehouse that, reopened, shows no partially written part, has every acknowledge
 finishes or redoes the interrupted maintenance; in the end every view equals a rebuild.
 
 ``crash_worker.crash_loop`` kills a worker process (and its JVM) at random moments, VIEWDF_KILLS times
-(12 by default, to keep CI short; ``benchmarks/crash_stress.py`` runs more), and checks the warehouse after each kill.
+(30 by default; ``benchmarks/crash_stress.py`` runs more), and checks the warehouse after each kill.
 The counts go to test-artifacts/crash-safety.json.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from crash_worker import crash_loop, write_counts
 
-KILLS = int(os.environ.get("VIEWDF_KILLS", "12"))
+KILLS = int(os.environ.get("VIEWDF_KILLS", "30"))
 ARTIFACT = Path(__file__).resolve().parent.parent / "test-artifacts" / "crash-safety.json"
 
 
