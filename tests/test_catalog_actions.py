@@ -98,6 +98,30 @@ def test_an_action_that_cannot_be_applied_changes_nothing_and_writes_no_entry(ca
     assert json.dumps(reopened.states["v"].to_json()) == before[0]
 
 
+def whole_state(catalog: Catalog) -> tuple:
+    return ({k: json.dumps(d.to_json()) for k, d in catalog.objects.items()},
+            {k: json.dumps(state.to_json()) for k, state in catalog.states.items()},
+            dict(catalog.settings), dict(catalog.garbage))
+
+
+def test_every_kind_of_change_is_undone_when_a_later_action_fails(catalog):
+    catalog.commit([Part("s", meta(3, "data/s0001/3")), Advance("s", 3, 3.5)])     # part 2 sealed empty
+    before, states = whole_state(catalog), dict(catalog.states)
+    other = ObjectDef("view", "W", "w0001", SCHEMA, "CREATE VIEW W ...", 4.0, 60, sources=("S",))
+    every_kind = [Part("s", meta(-3, "data/s0001/-3")),          # late rows before the first part: a sealed gap
+                  Advance("s", 8, 4.0),                         # parts 4 .. 8 sealed empty
+                  Part("v", meta(1, "data/v0001/2")),           # replaces a part: its folder becomes garbage
+                  Verified("v", 1), Options("s", {"retain": 4, "lateness": 1}), Setting("maintenance", "manual"),
+                  Vacuumed(("data/v0001/1",)), DropParts("s", 2, 9.0), Create(other), Part("w", meta(1, "data/w/1")),
+                  Drop("v", 11.0)]
+    with pytest.raises(InvalidAction, match="no object named 'v'"):
+        catalog.commit([*every_kind, Verified("v", 1)])
+    assert whole_state(catalog) == before
+    assert all(catalog.states[name] is state for name, state in states.items())
+    catalog.commit(every_kind)                                   # and they do apply without the failing one
+    assert "v" not in catalog.states and catalog.states["s"].newest == 8
+
+
 def test_a_failed_action_inside_a_transaction_rolls_the_transaction_back(catalog):
     version = catalog.version
     with pytest.raises(InvalidAction):

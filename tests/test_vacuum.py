@@ -54,7 +54,7 @@ def test_vacuum_deletes_replaced_parts_and_crash_leftovers_once_older_than_retai
 
 
 def test_maintenance_deletes_recorded_garbage_once_the_grace_period_is_over(warehouse, monkeypatch):
-    import viewdf_magic.warehouse
+    import viewdf_magic.engine.engine as engine_module
 
     warehouse.execute(NETWORK_DDL)
     warehouse.ingest("M", batch([0, 1, 2, 4, 5, 6], [12, 15, 24, 20, 16, 7]))
@@ -63,16 +63,16 @@ def test_maintenance_deletes_recorded_garbage_once_the_grace_period_is_over(ware
     assert len(garbage) == 2
     warehouse.ingest("M", batch([7], [9]))           # within the grace period: kept
     assert set(warehouse.catalog.garbage) == garbage and garbage <= data_folders(warehouse)
-    monkeypatch.setattr(viewdf_magic.warehouse, "VACUUM_RETAIN_SECONDS", 0)
+    monkeypatch.setattr(engine_module, "VACUUM_RETAIN_SECONDS", 0)
     warehouse.ingest("M", batch([8], [9]))           # past it: the maintenance pass deletes them
     assert warehouse.catalog.garbage == {} and not garbage & data_folders(warehouse)
     assert view2(warehouse) == [("10:03", 4, 81), ("10:04", 5, 101), ("10:05", 6, 117)]
 
 
 def test_retention_of_a_stream_leaves_no_empty_batch_folders(warehouse, monkeypatch):
-    import viewdf_magic.warehouse
+    import viewdf_magic.engine.engine as engine_module
 
-    monkeypatch.setattr(viewdf_magic.warehouse, "VACUUM_RETAIN_SECONDS", 0)
+    monkeypatch.setattr(engine_module, "VACUUM_RETAIN_SECONDS", 0)
     warehouse.execute("CREATE STREAM S (ts TIMESTAMP, src STRING, dest STRING, loss INT) PARTITION LENGTH 60 "
                       "RETAIN 2 PARTS")
     for minute in range(5):                             # one batch folder per part

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Protocol
+from typing import Any, Callable, ClassVar, Protocol
 
 from .model import ObjectDef, ObjectState, PartMeta
 
@@ -14,6 +14,10 @@ OPTIONS = ("lateness", "retain")
 
 class InvalidAction(ValueError):
     """An action that cannot be read from the log or applied to the catalog's state."""
+
+
+Undo = Callable[[], None]
+_MISSING = object()
 
 
 class CatalogState(Protocol):
@@ -39,7 +43,10 @@ class Action:
     def read(cls, data: dict[str, Any]) -> "Action":
         return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        """Change ``state``; return what puts back exactly what it changed (so a commit that fails
+        half-way is undone at the cost of its own changes, not of the catalog's size). Every lookup
+        that can fail comes before the first change."""
         raise NotImplementedError
 
     @property
@@ -66,9 +73,12 @@ class Create(Action):
     def object_name(self) -> str | None:
         return self.definition.key
 
-    def apply(self, state: CatalogState, version: int) -> None:
-        state.objects[self.definition.key] = self.definition
-        state.states[self.definition.key] = ObjectState()
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        key = self.definition.key
+        undo = _undo_items([(state.objects, key), (state.states, key)])
+        state.objects[key] = self.definition
+        state.states[key] = ObjectState()
+        return undo
 
 
 @dataclass(frozen=True)
@@ -83,11 +93,16 @@ class Drop(Action):
     def to_json(self) -> dict[str, Any]:
         return _without_none(super().to_json(), "updated")
 
-    def apply(self, state: CatalogState, version: int) -> None:
-        dropped = state.objects.pop(self.name, None)
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        dropped = state.objects.get(self.name)
+        folder = f"data/{dropped.id}" if dropped is not None and self.updated is not None else None
+        undo = _undo_items([(state.objects, self.name), (state.states, self.name)]
+                           + ([(state.garbage, folder)] if folder else []))
+        state.objects.pop(self.name, None)
         state.states.pop(self.name, None)
-        if dropped is not None and self.updated is not None:
-            state.garbage[f"data/{dropped.id}"] = self.updated
+        if folder:
+            state.garbage[folder] = self.updated
+        return undo
 
 
 @dataclass(frozen=True)
@@ -108,19 +123,24 @@ class Part(Action):
     def read(cls, data: dict[str, Any]) -> "Part":
         return cls(data["name"], PartMeta.from_json(data["part"]), bool(data.get("same_rows", False)))
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
         meta = dataclasses.replace(self.part, changed=version, verified=version)
         target = _state(state, self.name)
+        stream = state.objects[self.name].kind == "stream"
         replaced = target.parts.get(meta.subscript)
         if replaced is not None and self.same_rows:
             meta = dataclasses.replace(meta, changed=replaced.changed)
-        if replaced is not None:        # a recomputed view part: its old folder is garbage from now on
-            state.garbage.update((f, meta.updated) for f in replaced.folders if f not in meta.folders)
+        # a recomputed view part: its old folders are garbage from now on
+        freed = [f for f in replaced.folders if f not in meta.folders] if replaced is not None else []
+        undo = _undo_all(_undo_items([(target.parts, meta.subscript)] + [(state.garbage, f) for f in freed]),
+                         _undo_fields(target, "first"), _undo_append(target.sealed))
+        state.garbage.update((f, meta.updated) for f in freed)
         target.parts[meta.subscript] = meta
-        if state.objects[self.name].kind == "stream":
+        if stream:
             if target.first is not None and meta.subscript < target.first - 1:   # late rows before the first part
                 target.sealed.append((meta.subscript + 1, target.first - 1, meta.updated))
             target.first = meta.subscript if target.first is None else min(target.first, meta.subscript)
+        return undo
 
 
 @dataclass(frozen=True)
@@ -132,10 +152,11 @@ class Advance(Action):
     through: int
     updated: float
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
         target = _state(state, self.name)
         if target.newest is not None and self.through <= target.newest:
-            return
+            return _nothing
+        undo = _undo_all(_undo_fields(target, "first", "newest"), _undo_append(target.sealed))
         begin = target.first if target.newest is None else target.newest + 1
         if begin is None:
             begin = self.through
@@ -149,6 +170,7 @@ class Advance(Action):
                 target.sealed.append((gap_start, subscript - 1, self.updated))
                 gap_start = None
         target.newest = self.through
+        return undo
 
 
 @dataclass(frozen=True)
@@ -159,10 +181,11 @@ class Verified(Action):
     name: str
     subscript: int
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
         parts = _state(state, self.name).parts
         meta = parts[self.subscript]
         parts[self.subscript] = dataclasses.replace(meta, verified=version, repairs=meta.repairs + 1)
+        return _undo_items([(parts, self.subscript)], {self.subscript: meta})
 
 
 @dataclass(frozen=True)
@@ -186,10 +209,12 @@ class Options(Action):
     def read(cls, data: dict[str, Any]) -> "Options":
         return cls(data["name"], {option: data[option] for option in OPTIONS if option in data})
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
         target = _state(state, self.name)
+        undo = _undo_fields(target, *self.values)
         for option, value in self.values.items():
             setattr(target, option, value)
+        return undo
 
 
 @dataclass(frozen=True)
@@ -205,14 +230,17 @@ class DropParts(Action):
     def to_json(self) -> dict[str, Any]:
         return _without_none(super().to_json(), "updated")
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
         target = _state(state, self.name)
-        if self.updated is not None:
-            state.garbage.update((f, self.updated) for s, meta in target.parts.items() if s < self.before
-                                 for f in meta.folders)
+        freed = [f for s, meta in target.parts.items() if s < self.before for f in meta.folders] \
+            if self.updated is not None else []
+        undo = _undo_all(_undo_items([(state.garbage, f) for f in freed]),
+                         _undo_fields(target, "parts", "sealed", "dropped_before"))
+        state.garbage.update((f, self.updated) for f in freed)
         target.parts = {s: meta for s, meta in target.parts.items() if s >= self.before}
         target.sealed = [(max(a, self.before), b, when) for a, b, when in target.sealed if b >= self.before]
         target.dropped_before = max(self.before, target.dropped_before or self.before)
+        return undo
 
 
 @dataclass(frozen=True)
@@ -223,11 +251,13 @@ class Setting(Action):
     key: str
     value: str | None
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        undo = _undo_items([(state.settings, self.key)])
         if self.value is None:
             state.settings.pop(self.key, None)
         else:
             state.settings[self.key] = self.value
+        return undo
 
 
 @dataclass(frozen=True)
@@ -244,9 +274,11 @@ class Vacuumed(Action):
     def read(cls, data: dict[str, Any]) -> "Vacuumed":
         return cls(tuple(data["folders"]))
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        undo = _undo_items([(state.garbage, folder) for folder in self.folders])
         for folder in self.folders:
             state.garbage.pop(folder, None)
+        return undo
 
 
 @dataclass(frozen=True)
@@ -266,11 +298,13 @@ class TableData(Action):
     def read(cls, data: dict[str, Any]) -> "TableData":
         return cls(data["name"], tuple(data["folders"]), data["rows"], data["updated"])
 
-    def apply(self, state: CatalogState, version: int) -> None:
+    def apply(self, state: CatalogState, version: int) -> Undo:
         target = _state(state, self.name)
+        undo = _undo_all(_undo_fields(target, "table_rows", "table_updated"), _undo_append(target.table_folders))
         target.table_folders.extend(self.folders)
         target.table_rows += self.rows
         target.table_updated = self.updated
+        return undo
 
 
 KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
@@ -294,6 +328,43 @@ def _state(state: CatalogState, name: str) -> ObjectState:
     if found is None:
         raise InvalidAction(f"no object named {name!r} in the catalog")
     return found
+
+
+def _nothing() -> None:
+    """Undo for an action that changed nothing."""
+
+
+def _undo_items(items: list[tuple[dict, Any]], before: dict | None = None) -> Undo:
+    """Undo for changes to these (dict, key) items: each gets back its value, or goes if it had none.
+    ``before`` gives values the caller saw before changing them itself."""
+    saved = [(mapping, key, (before or {}).get(key, mapping.get(key, _MISSING))) for mapping, key in items]
+
+    def undo() -> None:
+        for mapping, key, value in reversed(saved):
+            if value is _MISSING:
+                mapping.pop(key, None)
+            else:
+                mapping[key] = value
+    return undo
+
+
+def _undo_fields(target: ObjectState, *names: str) -> Undo:
+    """Undo for fields an action assigns anew (a value, or a list or dict it replaces)."""
+    saved = {name: getattr(target, name) for name in names}
+    return lambda: vars(target).update(saved)
+
+
+def _undo_append(items: list) -> Undo:
+    """Undo for appending to ``items``."""
+    length = len(items)
+    return lambda: items.__delitem__(slice(length, None))
+
+
+def _undo_all(*undos: Undo) -> Undo:
+    def undo() -> None:
+        for step in reversed(undos):
+            step()
+    return undo
 
 
 def _without_none(data: dict[str, Any], key: str) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from .actions import Action, InvalidAction, read_action
 from .filesystem import FileSystem
@@ -145,11 +145,11 @@ class Catalog:
     def _apply_all(self, actions: list[Action], version: int, publish: bool = False) -> None:
         """Apply actions published (or, with ``publish``, to publish now) as log ``version``: all of
         them, or none (raising InvalidAction if one cannot be applied)."""
-        saved = self._snapshot(actions)
+        undos: list[Callable[[], None]] = []
         try:
             for action in actions:
                 try:
-                    action.apply(self, version)
+                    undos.append(action.apply(self, version))
                 except (KeyError, TypeError, ValueError) as error:
                     if isinstance(error, InvalidAction):
                         raise
@@ -157,27 +157,9 @@ class Catalog:
             if publish:
                 self._write_entry(actions)
         except BaseException:
-            self._restore(saved)
+            for undo in reversed(undos):
+                undo()
             raise
-
-    def _snapshot(self, actions: list[Action]) -> tuple:
-        """What ``actions`` may change, copied: the dicts, and the states of the objects they name."""
-        touched = {name: copy.copy(self.states[name]) for name in {a.object_name for a in actions}
-                   if name in self.states}
-        for state in touched.values():
-            state.parts, state.sealed = dict(state.parts), list(state.sealed)
-            state.table_folders = list(state.table_folders)
-        return dict(self.objects), dict(self.states), dict(self.settings), dict(self.garbage), touched
-
-    def _restore(self, saved: tuple) -> None:
-        """Undo changes since ``_snapshot``, keeping the live dicts and states (others hold them)."""
-        objects, states, settings, garbage, touched = saved
-        for live, old in ((self.objects, objects), (self.states, states), (self.settings, settings),
-                          (self.garbage, garbage)):
-            live.clear()
-            live.update(old)
-        for name, state in touched.items():
-            vars(self.states[name]).update(vars(state))
 
     # -- lookups -------------------------------------------------------------------------
     def get(self, name: str) -> ObjectDef | None:
