@@ -268,3 +268,25 @@ def test_an_interrupt_while_waiting_pauses_a_replay(make_warehouse, tmp_path, sp
     assert len(published_parts(tmp_path / "wh", spark, "Helper")) == stopped_at
     replay.play()                                      # and play resumes with the next batch
     assert replay.wait(WAIT) and replay.position == 8
+
+
+def test_log_records_pass_the_interrupt_filter_unless_it_handles_them(spark, caplog):
+    """While a statement runs, py4j's tracebacks of the interrupt are filtered out; any other record
+    passes, including one logged with exc_info=True outside an except block (exc_info (None, None, None))."""
+    import logging
+
+    from viewdf_magic.maintainer.cancellation import cancel_on_interrupt
+
+    logger = logging.getLogger()           # the filter sits on the root logger and py4j's
+    with caplog.at_level(logging.ERROR):
+        with cancel_on_interrupt(spark):
+            logger.error("no exception being handled", exc_info=True)
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                logger.error("the interrupt itself", exc_info=True)
+            try:
+                raise ValueError("a real problem")
+            except ValueError:
+                logger.error("another error", exc_info=True)
+    assert [record.getMessage() for record in caplog.records] == ["no exception being handled", "another error"]

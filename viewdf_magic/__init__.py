@@ -27,7 +27,7 @@ def __getattr__(name: str) -> object:
     return value
 
 
-def load_ipython_extension(ipython) -> None:  # type: ignore[no-untyped-def]
+def load_ipython_extension(ipython) -> None:
     """``%load_ext viewdf_magic``: register the %%viewdf magics."""
     from .notebook.magic import register
 

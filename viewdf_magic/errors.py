@@ -49,13 +49,15 @@ class ViewDFError(Exception):
         if self.line is None:
             return self.message
         assert self.text is not None and self.position is not None
+        column = self.column
+        assert column is not None
         start = self.text.rfind("\n", 0, self.position) + 1
         stop = self.text.find("\n", self.position)
         source_line = self.text[start: stop if stop >= 0 else len(self.text)]
         width = 1
         if self.end is not None and self.end > self.position:
             width = max(1, min(self.end, start + len(source_line)) - self.position)
-        caret = " " * (self.column - 1) + "^" * width
+        caret = " " * (column - 1) + "^" * width
         return (f"{self.message}\n  at line {self.line}, column {self.column}:\n"
                 f"    {source_line}\n    {caret}")
 

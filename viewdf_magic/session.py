@@ -96,6 +96,7 @@ def connect_session(master: str | None = None, remote: str | None = None,
             raise RuntimeError(f"this process already runs a Spark session on {active.sparkContext.master}; "
                                "stop it (spark.stop()) or restart the kernel to use another master")
         active.stop()
+    assert master is not None      # exactly one of master and remote is given
     builder = SparkSession.builder.appName(EMBEDDED_APP).master(master)
     for key, value in {**EMBEDDED_CONFIG, **(conf or {})}.items():
         builder = builder.config(key, value)

@@ -7,6 +7,7 @@ Timestamps without a zone are UTC.
 from __future__ import annotations
 
 import datetime as dt
+from typing import TypeAlias
 
 import pandas as pd
 
@@ -17,7 +18,7 @@ UNIT_SECONDS = {
     "DAY": 86400, "DAYS": 86400, "D": 86400,
 }
 
-TimestampLike = str | dt.datetime | pd.Timestamp
+TimestampLike: TypeAlias = str | dt.datetime | pd.Timestamp
 
 
 def to_utc(value: TimestampLike) -> pd.Timestamp:

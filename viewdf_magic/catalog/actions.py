@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Protocol
+from typing import Any, Callable, ClassVar, Protocol, cast
 
 from .model import ObjectDef, ObjectState, PartMeta
 
@@ -101,7 +101,7 @@ class Drop(Action):
         state.objects.pop(self.name, None)
         state.states.pop(self.name, None)
         if folder:
-            state.garbage[folder] = self.updated
+            state.garbage[folder] = cast(float, self.updated)     # there is a folder only with updated
         return undo
 
 
@@ -236,7 +236,7 @@ class DropParts(Action):
             if self.updated is not None else []
         undo = _undo_all(_undo_items([(state.garbage, f) for f in freed]),
                          _undo_fields(target, "parts", "sealed", "dropped_before"))
-        state.garbage.update((f, self.updated) for f in freed)
+        state.garbage.update((f, cast(float, self.updated)) for f in freed)     # nothing is freed without updated
         target.parts = {s: meta for s, meta in target.parts.items() if s >= self.before}
         target.sealed = [(max(a, self.before), b, when) for a, b, when in target.sealed if b >= self.before]
         target.dropped_before = max(self.before, target.dropped_before or self.before)
@@ -334,7 +334,7 @@ def _nothing() -> None:
     """Undo for an action that changed nothing."""
 
 
-def _undo_items(items: list[tuple[dict, Any]], before: dict | None = None) -> Undo:
+def _undo_items(items: list[tuple[Any, Any]], before: dict | None = None) -> Undo:
     """Undo for changes to these (dict, key) items: each gets back its value, or goes if it had none.
     ``before`` gives values the caller saw before changing them itself."""
     saved = [(mapping, key, (before or {}).get(key, mapping.get(key, _MISSING))) for mapping, key in items]

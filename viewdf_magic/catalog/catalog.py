@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, cast
 
 from .actions import Action, InvalidAction, read_action
 from .filesystem import FileSystem
@@ -77,7 +77,7 @@ class Catalog:
             return
         if self._pending is not None or self._grouped is not None:
             self._apply_all(actions, self.version + 1)
-            (self._pending if self._pending is not None else self._grouped).extend(actions)
+            cast("list[Action]", self._pending if self._pending is not None else self._grouped).extend(actions)
             return
         self._apply_all(actions, self.version + 1, publish=True)
 

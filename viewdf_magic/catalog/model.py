@@ -97,6 +97,12 @@ class ObjectDef:
     def partitioned(self) -> bool:
         return self.kind != "table"
 
+    @property
+    def length(self) -> int:
+        """The partition length in seconds of a stream or view (only tables have none)."""
+        assert self.partition_length is not None, f"{self.kind} {self.name} has no partition length"
+        return self.partition_length
+
     def to_json(self) -> dict:
         data = asdict(self)
         data["sources"] = list(self.sources)

@@ -80,6 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     with ConnectServer(args.port, args.master) as server:
         print(f"Spark Connect server at {server.url} (logs in {server.log_dir}); Ctrl-C stops it", flush=True)
+        assert server.process is not None      # started
         try:
             server.process.wait()
         except KeyboardInterrupt:

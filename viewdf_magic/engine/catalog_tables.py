@@ -24,7 +24,7 @@ def _stamp(epoch: float) -> pd.Timestamp:
 def part_rows(catalog: Catalog, definition: ObjectDef) -> list[dict]:
     """One row per part of a stream or view, sealed empty stream parts included."""
     state = catalog.state(definition.name)
-    length = definition.partition_length
+    length = definition.length
     rows = []
     for meta in state.parts.values():
         rows.append({"name": definition.name, "part": meta.subscript,
@@ -56,10 +56,10 @@ def streams_table(catalog: Catalog) -> pd.DataFrame:
             continue
         state = catalog.state(d.name)
         rows.append({"name": d.name, "partition_length": d.partition_length, "timestamp": d.timestamp_column,
-                     "parts": 0 if state.newest is None else state.newest - state.first + 1,
+                     "parts": 0 if state.newest is None or state.first is None else state.newest - state.first + 1,
                      "rows": sum(p.rows for p in state.parts.values()),
-                     "first_part": None if state.first is None else part_start(state.first, d.partition_length),
-                     "newest_part": None if state.newest is None else part_start(state.newest, d.partition_length)})
+                     "first_part": None if state.first is None else part_start(state.first, d.length),
+                     "newest_part": None if state.newest is None else part_start(state.newest, d.length)})
     return pd.DataFrame(rows, columns=["name", "partition_length", "timestamp", "parts", "rows", "first_part",
                                        "newest_part"])
 
@@ -71,8 +71,8 @@ def views_table(catalog: Catalog, timeline: Timeline) -> pd.DataFrame:
         next_part = timeline.next_part(d)
         rows.append({"name": d.name, "partition_length": d.partition_length, "sources": ", ".join(d.sources),
                      "parts": len(state.parts), "rows": sum(p.rows for p in state.parts.values()),
-                     "newest_part": part_start(max(state.parts), d.partition_length) if state.parts else None,
-                     "next_part": None if next_part is None else part_start(next_part, d.partition_length)})
+                     "newest_part": part_start(max(state.parts), d.length) if state.parts else None,
+                     "next_part": None if next_part is None else part_start(next_part, d.length)})
     return pd.DataFrame(rows, columns=["name", "partition_length", "sources", "parts", "rows", "newest_part",
                                        "next_part"])
 

@@ -113,7 +113,7 @@ class Engine:
         for definition in self.catalog.objects.values():
             if definition.kind in kept:
                 parts = self.catalog.state(definition.name).parts
-                kept[definition.kind] += [(definition.name, part_start(subscript, definition.partition_length))
+                kept[definition.kind] += [(definition.name, part_start(subscript, definition.length))
                                           for subscript in sorted(parts) if parts[subscript].verified > since]
         named = [f"{plural(len(parts), kind + ' part')} ({named_spans(parts)})"
                  for kind, parts in kept.items() if parts]
@@ -187,7 +187,7 @@ class Engine:
         if step is None:
             return f"{definition.name} is not ready: its sources have no parts yet"
         waiting = [r for r in step.refs if not self.maintainer.timeline.available(r, definition)]
-        stamp = format_part(step.subscript, definition.partition_length)
+        stamp = format_part(step.subscript, definition.length)
         if not waiting:
             return f"{definition.name} is not ready: its next part {stamp} is after the newest stream data"
         missing = ", ".join(f"{r.binding.name}[{r.last}]" for r in waiting)
@@ -212,7 +212,7 @@ class Engine:
 
     def subscript(self, definition: ObjectDef, part_timestamp: TimestampLike) -> int:
         try:
-            return subscript_of(part_timestamp, definition.partition_length)
+            return subscript_of(part_timestamp, definition.length)
         except ValueError as exc:
             raise ViewDFError(str(exc)) from None
 
@@ -233,6 +233,7 @@ class Engine:
         for ref in refs:
             if ref.binding.kind is not RefKind.PARTS or ref.binding.lower is not ref.binding.upper:
                 continue
+            assert ref.last is not None      # a single-part reference resolves to that part
             start = self.maintainer.timeline.start(ref.definition)
             newest = self.maintainer.timeline.newest(ref.definition)
             if start is None or newest is None or not start <= ref.last <= newest:

@@ -72,7 +72,8 @@ class Ingester:
         if not frame.columns:
             return report
         started = time.perf_counter()
-        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.partition_length))
+        assert definition.timestamp_column is not None      # every stream has one
+        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.length))
         persisted = None
         folder = None
         try:
@@ -106,7 +107,7 @@ class Ingester:
         now = time.time()
         state = self.catalog.state(definition.name)
         newest = state.newest
-        actions = []
+        actions: list[Action] = []
         for s, n in sorted(parts.items()):
             folders = (f"{folder}/{PART_COLUMN}={s}",)
             old = state.parts.get(s)
@@ -120,8 +121,8 @@ class Ingester:
         through = max(parts)
         actions.append(Advance(definition.key, through, now))
         begin = min(parts) if newest is None else newest + 1
-        if min(parts) * definition.partition_length < self._computed_until():
-            actions.append(request_repair(self.catalog.settings, min(parts) * definition.partition_length,
+        if min(parts) * definition.length < self._computed_until():
+            actions.append(request_repair(self.catalog.settings, min(parts) * definition.length,
                                           self.catalog.version + 1))
         self.catalog.commit(actions)
         report.rows = sum(parts.values())
@@ -133,7 +134,7 @@ class Ingester:
 
     def _computed_until(self) -> int:
         """End (epoch seconds) of the newest view part: rows before it may change computed parts."""
-        ends = [(max(state.parts) + 1) * d.partition_length for d in self.catalog.views()
+        ends = [(max(state.parts) + 1) * d.length for d in self.catalog.views()
                 for state in [self.catalog.state(d.name)] if state.parts]
         return max(ends, default=-(2 ** 62))
 
@@ -145,7 +146,7 @@ class Ingester:
                         "nothing was written")
         if not parts:
             return
-        length = definition.partition_length
+        length = definition.length
         state = self.catalog.state(definition.name)
         newest, first = state.newest, state.first
         if state.lateness is not None and newest is not None:    # late: for a part already sealed
@@ -206,7 +207,7 @@ class Ingester:
             row = twice[0]
             columns = ", ".join(definition.unique)
             values = ", ".join("NULL" if row[c] is None else repr(row[c]) for c in definition.unique)
-            raise error(f"{row['count']} rows of part {format_part(row['s'], definition.partition_length)} have "
+            raise error(f"{row['count']} rows of part {format_part(row['s'], definition.length)} have "
                         f"({columns}) = ({values}), but {definition.name} is {definition.unique_clause}; "
                         f"nothing was written")
 

@@ -45,9 +45,11 @@ class PatternViewPlan:
         """The Helper's statement, then the final view's, with the catalog fields to set."""
         name, origin = self.statement.name.text, self.statement.fragment.text
         [helper] = parse(self.translation.helper_text())
+        assert isinstance(helper, CreateViewDF)
         yield helper, {"origin": origin, "owner": name,
                        "notes": f"Helper view of {name}: the runs of its pattern alive after each part."}
         [final] = parse(self.translation.final_text())
+        assert isinstance(final, CreateViewDF)
         yield final, {"origin": origin, "sources": (self.source.name, self.translation.helper),
                       "notes": f"Pattern view over {self.source.name}; RECOMPUTE is the Direct strategy "
                                f"(the pattern re-run over the whole history)."}
@@ -80,7 +82,8 @@ def plan_pattern_view(statement: CreateQueryView, clause: PatternClause, catalog
     fsm = build_fsm(query, {c.lower(): c for c in columns}, probe)
     keys = {k.lower() for k in fsm.query.keys}
     single_events = bool(source.unique) and all(c.lower() in keys for c in source.unique)
-    translation = PatternTranslation(statement.name.text, fsm, source.name, source.partition_length,
+    assert source.timestamp_column is not None      # every stream has one
+    translation = PatternTranslation(statement.name.text, fsm, source.name, source.length,
                                      source.timestamp_column, columns, probe, single_events)
     if new and catalog.get(translation.helper) is not None:
         raise statement.fragment.error(f"'{translation.helper}' already exists; {statement.name.text} needs that "

@@ -4,7 +4,7 @@ ViewDF statements of its helper views and final view for the warehouse to publis
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Iterator
+from typing import Iterator, cast
 
 from pyspark.sql.types import StructType
 
@@ -46,7 +46,9 @@ class WindowViewPlan:
         to set; each is generated once the views it reads are defined."""
         name, origin = self.statement.name.text, self.statement.fragment.text
         for view in self.translation.views():
-            [generated] = parse(self.translation.text(view, lambda helper: columns(catalog.get(helper).schema)))
+            # each helper is defined before the views that read it are generated
+            [generated] = parse(self.translation.text(view, lambda helper: columns(cast(ObjectDef, catalog.get(helper)).schema)))
+            assert isinstance(generated, CreateViewDF)
             if view.role == "final":
                 fields = {"origin": origin, "notes": self.translation.notes(),
                           "sources": (self.source.name,) + self.helpers}
@@ -70,18 +72,20 @@ def plan_window_view(statement: CreateQueryView, catalog: Catalog, definer: View
         what = f"'{clause.source.text}' is a table, not a stream or view" if source is not None else \
             f"unknown stream or view '{clause.source.text}'"
         raise statement.fragment.error(what, clause.source.start, clause.source.end)
-    length = source.partition_length
+    length = source.length
     slide = clause.slide or length
     for value, at, what in ((clause.width, clause.width_at, "WINDOW"), (slide, clause.slide_at, "SLIDE")):
         if value % length:
+            assert at is not None      # the default SLIDE is the partition length itself
             raise statement.fragment.error(f"{what} {value} s is not a multiple of {source.name}'s partition "
                                            f"length {length} s", *at)
     if slide > clause.width:
+        assert clause.slide_at is not None      # the default SLIDE, the partition length, divides the WINDOW
         raise statement.fragment.error(f"SLIDE {slide} s is longer than the WINDOW {clause.width} s; a window "
                                        f"slides by at most its length", *clause.slide_at)
     query = analyze_window(statement.query, clause)
     output = _probe(statement, clause, definer, clause.width // length, slide // length, slide)
-    translation = translate_window(statement.name.text, query, WindowSource(source.name, source.partition_length),
+    translation = translate_window(statement.name.text, query, WindowSource(source.name, source.length),
                                    columns(output))
     plan = WindowViewPlan(statement, source, slide, translation)
     for helper in plan.helpers:

@@ -61,13 +61,13 @@ def vacuum(engine: Engine, statement: st.Vacuum) -> Result:
 def seal(engine: Engine, statement: st.Seal) -> Result:
     definition = engine.require(statement.name.text, ("stream",), statement, statement.name)
     try:
-        through = subscript_of(statement.through, definition.partition_length)
+        through = subscript_of(statement.through, definition.length)
     except ValueError as exc:
         raise statement.fragment.error(str(exc), statement.through_at) from None
     newest = engine.catalog.state(definition.name).newest
     if newest is not None and through <= newest:
         return Result(statement, f"{definition.name} is already sealed through "
-                                 f"{format_part(newest, definition.partition_length)}.")
+                                 f"{format_part(newest, definition.length)}.")
     if newest is not None and through - newest > MAX_NEW_PARTS:
         raise statement.fragment.error(
             f"sealing through {statement.through} would create {through - newest:,} empty parts of "
@@ -75,6 +75,6 @@ def seal(engine: Engine, statement: st.Seal) -> Result:
     engine.catalog.commit([Advance(definition.key, through, time.time())])
     steps = engine.maintain()
     return Result(statement, f"Sealed {definition.name} through "
-                             f"{format_part(through, definition.partition_length)}." + engine.maintenance_note(),
+                             f"{format_part(through, definition.length)}." + engine.maintenance_note(),
                   steps=steps)
 

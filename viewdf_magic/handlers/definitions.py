@@ -12,8 +12,8 @@ from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
 
 from ..catalog.actions import Create, Options
 from ..catalog.model import CATALOG_VIEW, ObjectDef
-from ..engine.pattern_views import plan_pattern_view
-from ..engine.window_views import plan_window_view
+from ..engine.pattern_views import PatternViewPlan, plan_pattern_view
+from ..engine.window_views import WindowViewPlan, plan_window_view
 from ..translation.pattern_query import find_pattern
 from ..engine.conform import stream_schema_check
 from ..errors import ViewDFError
@@ -49,7 +49,8 @@ def _unchanged(engine: Engine, statement: st.CreateStream | st.CreateTable | st.
         raise statement.fragment.error(f"'{existing.name}' is a helper view of {existing.owner}",
                                        name.start, name.end)
     stored = parse(existing.origin or existing.definition)[0]
-    if getattr(stored, "creation", None) is not None and stored.creation.signature == creation.signature:
+    stored_creation = getattr(stored, "creation", None)
+    if stored_creation is not None and stored_creation.signature == creation.signature:
         return Result(statement, f"{kind.capitalize()} {existing.name} already exists with this definition; "
                                  f"nothing changed.")
     if creation.or_replace:
@@ -122,7 +123,7 @@ def _options_text(engine: Engine, definition: ObjectDef) -> str:
 
 def alter(engine: Engine, statement: st.Alter) -> Result:
     definition = engine.require(statement.name.text, (statement.kind.lower(),), statement, statement.name)
-    value = statement.extent.parts(definition.partition_length) if statement.extent is not None else None
+    value = statement.extent.parts(definition.length) if statement.extent is not None else None
     engine.catalog.commit([Options(definition.key, {statement.option: value})])
     steps = engine.maintain()
     return Result(statement, f"{definition.name}: {_options_text(engine, definition).lstrip(', ') or 'no bounds'}."
@@ -143,6 +144,7 @@ def create_table(engine: Engine, statement: st.CreateTable) -> Result:
     definition = ObjectDef("table", statement.name.text, uuid.uuid4().hex[:12], schema.json(),
                            statement.fragment.text, time.time())
     if frame is not None:
+        assert statement.query is not None      # frame is the query's
         # The rows are written before the table is published, so a failing query leaves nothing behind.
         rows = engine.ingester.append_table(definition, frame, statement.query.error, create=True)
         return Result(statement, f"Created table {definition.name} with {plural(rows, 'row')}.")
@@ -194,10 +196,12 @@ def _define_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView
     if isinstance(statement, st.CreateViewDF):
         steps = _publish(engine, [(statement, {})])
         definition = engine.catalog.get(statement.name.text)
+        assert definition is not None      # just published
         return _created(engine, statement, definition.name, f"PARTITION LENGTH {definition.partition_length}",
                              steps)
     _check_new_name(engine, statement, statement.name)
     clause = find_pattern(statement.query)
+    plan: PatternViewPlan | WindowViewPlan
     if clause is not None:
         plan = plan_pattern_view(statement, clause, engine.catalog, engine.spark)
     else:
@@ -231,6 +235,7 @@ def _replace_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryVie
                 raise statement.fragment.error(f"{reader.name}, which reads {old.name}, cannot be defined over "
                                                f"the new {old.name}: {error.message}; nothing was replaced",
                                                name.start, name.end) from None
+    assert result.message is not None      # _define_view's results always have one
     message = "Replaced" + result.message.removeprefix("Created")
     if readers:
         message = message.rstrip(".") + f"; recomputed {', '.join(d.name for d in readers)} (CASCADE)."

@@ -36,6 +36,7 @@ def show(engine: Engine, statement: st.Show) -> Result:
         return Result(statement, table=catalog_tables.views_table(engine.catalog, timeline))
     if statement.what == "TABLES":
         return Result(statement, table=catalog_tables.tables_table(engine.catalog))
+    assert statement.name is not None      # SHOW PARTS names its object
     definition = engine.require(statement.name.text, ("stream", "view"), statement, statement.name)
     table = catalog_tables.parts_table(engine.catalog, definition)
     if statement.changed_since is not None:
@@ -61,6 +62,7 @@ def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
     plan = replan(definition, engine.catalog, engine.spark)
     if plan is not None:
         helper = engine.catalog.get(plan.translation.helper)
+        assert helper is not None      # a pattern view is defined with its helper
         figure, tables = fsm_svg(plan.fsm), explain_tables(plan)
         summary.append(f"{definition.name} is a pattern query, translated into the FSM above, a Helper ViewDF "
                        f"({helper.name}) that keeps each group's live runs, and a final ViewDF.")
@@ -90,14 +92,14 @@ def _explain_steps(engine: Engine, definition: ObjectDef) -> tuple[str, list[tup
         return f"Next part of {definition.name}: unknown until every source has a part.", []
     empty_because = engine.maintainer.known_empty(step) if step.ready else None
     line = (f"Next part: {definition.name}[{step.subscript}] "
-            f"({format_part(step.subscript, definition.partition_length)}), {step.how.upper()}, "
+            f"({format_part(step.subscript, definition.length)}), {step.how.upper()}, "
             f"{'ready' if step.ready else 'waiting'}"
             + (f", recorded empty without a Spark job ({empty_because})." if empty_because else "."))
     shown, which = step, f"the next part of {definition.name}"
     latest = None if step.ready else engine.maintainer.latest_step(definition)
     if latest is not None and latest.ready:
         shown, which = latest, (f"{definition.name}[{latest.subscript}] "
-                                f"({format_part(latest.subscript, definition.partition_length)}), "
+                                f"({format_part(latest.subscript, definition.length)}), "
                                 f"the newest stored part")
     try:
         plans = _plans(engine, definition, shown)
@@ -125,7 +127,7 @@ def verify(engine: Engine, statement: st.Verify) -> Result:
     state = engine.catalog.state(definition.name)
     for subscript in sorted(state.parts):
         found = engine.verify_part(definition, subscript, tolerance).comparison
-        rows.append({"part": subscript, "part_timestamp": format_part(subscript, definition.partition_length),
+        rows.append({"part": subscript, "part_timestamp": format_part(subscript, definition.length),
                      "stored_rows": state.parts[subscript].rows, "missing_rows": found.missing,
                      "extra_rows": found.extra, "max_difference": found.max_difference, "equal": found.equal})
     table = pd.DataFrame(rows, columns=["part", "part_timestamp", "stored_rows", "missing_rows", "extra_rows",

@@ -98,7 +98,7 @@ def empty_when(sql: str, inputs: frozenset[str]) -> EmptyWhen:
     return _query(tree, {name.lower(): _input(name) for name in inputs})
 
 
-def _query(node: exp.Expression, scope: dict[str, EmptyWhen]) -> EmptyWhen:
+def _query(node: exp.Expr, scope: dict[str, EmptyWhen]) -> EmptyWhen:
     scope = _with_ctes(node, scope)
     if isinstance(node, exp.Subquery):
         return _query(node.this, scope)
@@ -113,7 +113,7 @@ def _query(node: exp.Expression, scope: dict[str, EmptyWhen]) -> EmptyWhen:
     return NEVER
 
 
-def _with_ctes(node: exp.Expression, scope: dict[str, EmptyWhen]) -> dict[str, EmptyWhen]:
+def _with_ctes(node: exp.Expr, scope: dict[str, EmptyWhen]) -> dict[str, EmptyWhen]:
     with_ = node.args.get("with_") or node.args.get("with")
     if not with_:
         return scope
@@ -142,7 +142,7 @@ def _select(select: exp.Select, scope: dict[str, EmptyWhen]) -> EmptyWhen:
     return empty
 
 
-def _relation(node: exp.Expression, scope: dict[str, EmptyWhen]) -> EmptyWhen:
+def _relation(node: exp.Expr, scope: dict[str, EmptyWhen]) -> EmptyWhen:
     if isinstance(node, exp.Table):
         if node.args.get("pivots") or not isinstance(node.this, exp.Identifier) or node.args.get("db"):
             return NEVER
@@ -167,7 +167,7 @@ def _aggregates_everything(select: exp.Select) -> bool:
     return any(_calls_aggregate(e) for e in select.expressions)
 
 
-def _calls_aggregate(node: exp.Expression) -> bool:
+def _calls_aggregate(node: exp.Expr) -> bool:
     """An aggregate in this SELECT's own scope (not inside a window, subquery or lambda's query).
     Functions sqlglot does not know count as aggregates: a user's aggregate is one of them."""
     if isinstance(node, (exp.AggFunc, exp.Anonymous, exp.Any)):

@@ -74,7 +74,7 @@ def lift(sql: str, inputs: frozenset[str]) -> Lifted:
     return Lifted(tree.sql(dialect=ViewDFSpark))
 
 
-def _check_names(tree: exp.Expression, inputs: frozenset[str]) -> None:
+def _check_names(tree: exp.Expr, inputs: frozenset[str]) -> None:
     placeholders = {name.lower() for name in inputs}
     for node in tree.walk():
         if isinstance(node, exp.Identifier) and node.name.lower().startswith(RESERVED_PREFIX) \
@@ -101,7 +101,7 @@ class _Lifter:
         self.inputs = inputs
         self._names = (f"{RESERVED_PREFIX}p{k}" for k in itertools.count())
 
-    def query(self, node: exp.Expression, scope: dict[str, str], out: str) -> bool:
+    def query(self, node: exp.Expr, scope: dict[str, str], out: str) -> bool:
         """Lift a query; True when it reads parts (and now outputs its part as column ``out``)."""
         scope = self._ctes(node, scope)
         if node.args.get("order") is not None:
@@ -119,7 +119,7 @@ class _Lifter:
             return self._select(node, scope, out)
         raise NotLiftable(f"it uses {node.key.upper()}")
 
-    def _ctes(self, node: exp.Expression, scope: dict[str, str]) -> dict[str, str]:
+    def _ctes(self, node: exp.Expr, scope: dict[str, str]) -> dict[str, str]:
         with_ = node.args.get("with_") or node.args.get("with")
         if not with_:
             return scope
@@ -134,7 +134,7 @@ class _Lifter:
                 scope.pop(cte.alias_or_name.lower(), None)
         return scope
 
-    def _relation(self, node: exp.Expression, scope: dict[str, str]) -> tuple[str, str] | None:
+    def _relation(self, node: exp.Expr, scope: dict[str, str]) -> tuple[str, str] | None:
         """(alias to qualify with, part column) of a lifted relation; None for one that reads no part."""
         if isinstance(node, exp.Table):
             if node.args.get("db") or not isinstance(node.this, exp.Identifier):
@@ -166,7 +166,7 @@ class _Lifter:
         self._no_parts_in_expressions(select, scope)
         if not lifted:
             return False
-        parts: list[exp.Expression] = []      # the part columns of the relations joined so far
+        parts: list[exp.Expr] = []      # the part columns of the relations joined so far
         for join, (alias, column) in lifted:
             mine = exp.column(column, table=alias)
             if parts:
@@ -182,8 +182,8 @@ class _Lifter:
         select.set("expressions", [*select.expressions, exp.alias_(part.copy(), out)])
         return True
 
-    def _join_on_part(self, join: exp.Join | None, left: exp.Expression, right: exp.Expression,
-                      column: str, before: list[exp.Expression]) -> None:
+    def _join_on_part(self, join: exp.Join | None, left: exp.Expr, right: exp.Expr,
+                      column: str, before: list[exp.Expr]) -> None:
         assert join is not None
         if join.args.get("using"):
             names = {c.name for c in before}
@@ -200,7 +200,7 @@ class _Lifter:
             join.set("kind", None)
 
     @staticmethod
-    def _group_by_part(select: exp.Select, part: exp.Expression) -> None:
+    def _group_by_part(select: exp.Select, part: exp.Expr) -> None:
         group = select.args.get("group")
         if group is not None:
             if any(group.args.get(k) for k in ("grouping_sets", "rollup", "cube", "totals")) or \
@@ -226,19 +226,19 @@ class _Lifter:
             if on is not None and self._reads_parts(on, scope):
                 raise NotLiftable("a subquery in a join condition reads parts")
 
-    def _reads_parts(self, node: exp.Expression, scope: dict[str, str]) -> bool:
+    def _reads_parts(self, node: exp.Expr, scope: dict[str, str]) -> bool:
         return any(isinstance(t, exp.Table) and (t.name.lower() in self.inputs or t.name.lower() in scope)
                    for t in node.find_all(exp.Table))
 
 
-def _coalesce(parts: list[exp.Expression]) -> exp.Expression:
+def _coalesce(parts: list[exp.Expr]) -> exp.Expr:
     """The part of a joined row: outer joins may leave some sides' parts NULL."""
     if len(parts) == 1:
         return parts[0].copy()
     return exp.Coalesce(this=parts[0].copy(), expressions=[p.copy() for p in parts[1:]])
 
 
-def _own_scope(node: exp.Expression, select: exp.Select) -> bool:
+def _own_scope(node: exp.Expr, select: exp.Select) -> bool:
     parent = node.parent
     while parent is not None and parent is not select:
         if isinstance(parent, (exp.Select, exp.Subquery)):
@@ -247,7 +247,7 @@ def _own_scope(node: exp.Expression, select: exp.Select) -> bool:
     return parent is select
 
 
-def _aggregates(node: exp.Expression) -> bool:
+def _aggregates(node: exp.Expr) -> bool:
     if isinstance(node, exp.AggFunc):
         return True
     if isinstance(node, (exp.Window, exp.Subquery, exp.Select)):

@@ -113,6 +113,7 @@ class _Cursor:
         token = self.peek()
         word = token.text.upper() if token is not None and token.token_type not in _QUOTED else ""
         if word in ("PART", "PARTS"):
+            assert token is not None      # word is empty without a token
             if not parts:
                 raise self.fragment.error(f"{what} takes a duration (SECONDS, MINUTES, HOURS, DAYS), not parts",
                                           token.start)
@@ -314,6 +315,7 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
     start_at_latest = False
     while cursor.peek() is not None:
         token = cursor.peek()
+        assert token is not None
         clause = token.text.upper() if token.token_type not in _QUOTED else ""
         if clause in ("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE"):
             if clause in clauses:
@@ -446,7 +448,8 @@ def _show(cursor: _Cursor) -> Show:
 
 
 def _describe(cursor: _Cursor) -> Describe:
-    cursor.accept("DESCRIBE") or cursor.expect("DESC")
+    if not cursor.accept("DESCRIBE"):
+        cursor.expect("DESC")
     cursor.accept("VIEW") or cursor.accept("STREAM") or cursor.accept("TABLE")
     name = cursor.name("a stream, view or table name")
     cursor.done()
@@ -526,9 +529,9 @@ def _step(cursor: _Cursor) -> Step:
     count: int | None = 1
     if cursor.accept("ALL"):
         count = None
-    elif cursor.peek() is not None and not cursor.at("WITH") and cursor.peek().token_type != TokenType.NUMBER:
+    elif (token := cursor.peek()) is not None and not cursor.at("WITH") and token.token_type != TokenType.NUMBER:
         view = cursor.name("a view name, a number of steps or ALL")
-    if count is not None and cursor.peek() is not None and cursor.peek().token_type == TokenType.NUMBER:
+    if count is not None and (token := cursor.peek()) is not None and token.token_type == TokenType.NUMBER:
         count, at = cursor.integer("the number of steps")
         if count < 1:
             raise cursor.fragment.error("the number of steps must be at least 1", at)

@@ -154,7 +154,12 @@ def _partition_references(fragment: Fragment, tokens: list[Token], lookup: Looku
         if found is not None and found[1] in (ObjectKind.TABLE, ObjectKind.CATALOG):
             raise fragment.error(f"'{token.text}' is an unpartitioned table: reference it without a "
                                  f"subscript", token.start, close and tokens[close].end + 1)
-        name = defining if is_self and found is None else found[0]
+        if is_self and found is None:
+            assert defining is not None      # is_self needs a defining name
+            name = defining
+        else:
+            assert found is not None         # an unknown name that is not the defining one was reported above
+            name = found[0]
         lower, upper = _subscripts(fragment, tokens[index + 1], tokens[close], inner, allowed, scope)
         key = (name.lower(), lower.text if lower else None, upper.text, lower is upper)
         if key not in bindings:
@@ -203,7 +208,7 @@ def _subscripts(fragment: Fragment, open_token: Token, close_token: Token, inner
     return lower, upper
 
 
-def parse_query(rewritten: RewrittenText) -> exp.Expression:
+def parse_query(rewritten: RewrittenText) -> exp.Expr:
     """Parse a rewritten query with sqlglot (Spark dialect); errors point at the user's text."""
     text = rewritten.text
     try:
@@ -257,7 +262,7 @@ def _offset(text: str, line: int | None, col: int | None, highlight: str) -> int
     return max(0, min(len(text) - 1, start + col - len(highlight)))
 
 
-def _bare_references(first_pass: RewrittenText, tree: exp.Expression, lookup: Lookup, scope: Scope,
+def _bare_references(first_pass: RewrittenText, tree: exp.Expr, lookup: Lookup, scope: Scope,
                      defining: str | None, prefix: str,
                      numbered_from: int) -> tuple[list[Binding], list[Replacement]]:
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}

@@ -167,6 +167,7 @@ def _names(allowed: set[str]) -> str:
 
 def _evaluate(node: ast.expr, env: dict[str, int]) -> int:
     if isinstance(node, ast.Constant):
+        assert isinstance(node.value, int)      # only integer constants pass the checks when parsed
         return int(node.value)
     if isinstance(node, ast.Name):
         return env[node.id]

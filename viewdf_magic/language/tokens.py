@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from sqlglot.dialects.spark import Spark
 from sqlglot.errors import TokenError
@@ -26,7 +27,7 @@ class ViewDFSpark(Spark):
 class _Tokenizer(ViewDFSpark.Tokenizer):
     """Spark's tokenizer, except that SHOW and friends do not swallow the rest of the statement."""
 
-    COMMANDS: set = set()
+    COMMANDS: ClassVar[set[TokenType]] = set()
 
 
 IDENTIFIER_TYPES = {TokenType.VAR, TokenType.IDENTIFIER}

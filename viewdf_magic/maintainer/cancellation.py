@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Callable, Iterator
 
 from py4j.protocol import Py4JNetworkError
 from pyspark.sql import SparkSession
@@ -26,6 +26,9 @@ def cancel_on_interrupt(spark: SparkSession) -> Iterator[str]:
     answer, so ``interruptTag`` would find no tag; a SparkContext job tag is cancelled from any
     thread instead. Spark Connect keeps its tags on the client."""
     tag = f"viewdf-{uuid.uuid4().hex}"
+    add: Callable[[str], object]
+    remove: Callable[[str], object]
+    cancel: Callable[[str], object]
     if is_connect_session(spark):
         add, remove, cancel = spark.addTag, spark.removeTag, spark.interruptTag
         reconnecting: tuple[type[Exception], ...] = ()
@@ -34,13 +37,15 @@ def cancel_on_interrupt(spark: SparkSession) -> Iterator[str]:
         add, remove, cancel = context.addJobTag, context.removeJobTag, context.cancelJobsWithTag
         reconnecting = (Py4JNetworkError,)
     add(tag)
-    handled = (KeyboardInterrupt, *reconnecting)
+    handled: tuple[type[BaseException], ...] = (KeyboardInterrupt, *reconnecting)
     loggers = [logging.getLogger(name) for name in ("", "py4j.java_gateway", "py4j.clientserver")]
 
     def unhandled(record: logging.LogRecord) -> bool:
         """py4j logs with a traceback the interrupt, its connection's shutdown and the reconnection,
         all handled here (or raised as the statement's error)."""
-        return not (record.exc_info and (record.name.startswith("py4j") or issubclass(record.exc_info[0], handled)))
+        kind = record.exc_info[0] if record.exc_info else None     # None also for exc_info=True outside except
+        return not (record.exc_info and (record.name.startswith("py4j") or
+                                         (kind is not None and issubclass(kind, handled))))
 
     for logger in loggers:
         logger.addFilter(unhandled)

@@ -84,6 +84,7 @@ def compare_rows(actual: DataFrame, expected: DataFrame, tolerance: float = DEFA
     counts = pairs.agg(F.count(F.when(~matched, F.col("e_side"))).alias("missing"),
                        F.count(F.when(~matched, F.col("a_side"))).alias("extra"),
                        F.max(F.when(matched, _largest(differences))).alias("largest")).first()
+    assert counts is not None      # a global aggregate has one row
     return Comparison(counts["missing"], counts["extra"], 0.0 if counts["largest"] is None else counts["largest"])
 
 

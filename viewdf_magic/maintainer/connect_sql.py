@@ -7,6 +7,8 @@ the user's text; this builds the same plan with our own names."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from pyspark.sql import DataFrame
 
 
@@ -15,7 +17,8 @@ def sql_with_frames(spark, text: str, frames: dict[str, DataFrame]) -> DataFrame
     from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
     from pyspark.sql.connect.plan import SQL, CachedRelation, SubqueryAlias
 
-    command = SQL(text, [], {}, [SubqueryAlias(frame._plan, name) for name, frame in frames.items()])
+    # the frames are Spark Connect DataFrames (the classic DataFrame type has no _plan)
+    command = SQL(text, [], {}, [SubqueryAlias(cast(ConnectDataFrame, frame)._plan, name) for name, frame in frames.items()])
     _, properties, _ = spark.client.execute_command(command.command(spark.client))
     if "sql_command_result" in properties:
         return ConnectDataFrame(CachedRelation(properties["sql_command_result"]), spark)

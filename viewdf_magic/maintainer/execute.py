@@ -44,6 +44,7 @@ class QueryRunner:
             return self.store.empty(definition)
         state = self.catalog.state(definition.name) if definition.key in self.catalog.states else None
         if ref.binding.kind is RefKind.TABLE:
+            assert state is not None      # a table reference names a table of the catalog
             return self.store.read_table(definition, state)
         if state is None:
             return self.store.empty(definition)

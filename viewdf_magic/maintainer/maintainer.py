@@ -6,13 +6,13 @@ import functools
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from tqdm.auto import tqdm
 
-from ..catalog.actions import Part, Verified
+from ..catalog.actions import Action, Part, Verified
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
@@ -121,7 +121,7 @@ class Maintainer:
         how, query = self.compiled(definition).clause(subscript, has_parts)
         refs = self.timeline.resolve(query, definition, subscript)
         horizon = self.timeline.horizon()
-        in_time = horizon is not None and subscript * definition.partition_length < horizon
+        in_time = horizon is not None and subscript * definition.length < horizon
         ready = in_time and all(self.timeline.available(ref, definition) for ref in refs)
         return PendingStep(definition, subscript, how, query, refs, ready)
 
@@ -133,7 +133,7 @@ class Maintainer:
     def pending(self) -> pd.DataFrame:
         """For each view: its next part and every part that part references (the NEXT[V] and B[V]
         bookkeeping), one row per reference."""
-        rows = []
+        rows: list[dict[str, Any]] = []
         for definition in self.catalog.views():
             step = self.pending_step(definition)
             if step is None:
@@ -141,7 +141,7 @@ class Maintainer:
                              "reference": None, "resolves_to": "waiting for the first part of a source",
                              "exists": False, "ready": False})
                 continue
-            stamp = part_start(step.subscript, definition.partition_length)
+            stamp = part_start(step.subscript, definition.length)
             for ref, summary in zip(step.refs, self._reference_reports(step)):
                 rows.append({"view": definition.name, "next_part": step.subscript, "part_timestamp": stamp,
                              "clause": step.how.upper(), "reference": summary.written,
@@ -225,7 +225,7 @@ class Maintainer:
         run: list[PendingStep] = []
         rows = 0
         subscript = step.subscript
-        while len(run) < most and subscript * definition.partition_length < horizon:
+        while len(run) < most and subscript * definition.length < horizon:
             if ranged.how == "update" and view.clause(subscript, True)[0] != "update":
                 break
             refs = self.timeline.resolve(ranged.query, definition, subscript)
@@ -243,6 +243,7 @@ class Maintainer:
         to be empty)."""
         definition = run[0].view
         started = time.perf_counter()
+        written: dict[int, tuple[int, str]]
         folder, written = "", {}
         if not all(self.known_empty(step) is not None for step in run):
             check_retained(self.catalog, run[0].query, run[0].refs)
@@ -250,7 +251,8 @@ class Maintainer:
             folder, written = self.ranges.run(definition, ranged, run[0].subscript, run[-1].subscript)
         seconds = (time.perf_counter() - started) / len(run)
         now = time.time()
-        actions, reports = [], []
+        actions: list[Action] = []
+        reports: list[StepReport] = []
         for step in run:
             rows, checksum = written.get(step.subscript, (0, EMPTY_CHECKSUM))
             lineage = self.timeline.lineage(step.refs, (definition.key, step.subscript - 1))
@@ -258,7 +260,7 @@ class Maintainer:
             meta = PartMeta(step.subscript, rows, folders, seconds, lineage, now, step.how, checksum)
             actions.append(Part(definition.key, meta))
             reports.append(StepReport(definition.name, step.subscript,
-                                      part_start(step.subscript, definition.partition_length), step.how, rows,
+                                      part_start(step.subscript, definition.length), step.how, rows,
                                       seconds, lineage, resolved_sql(step.query, step.refs),
                                       self._reference_reports(step), None,
                                       self._preview_loader(definition, step.subscript), "",
@@ -285,7 +287,7 @@ class Maintainer:
         for definition in self.catalog.views():
             next_part = self.timeline.next_part(definition)
             if next_part is not None:
-                total += max(0, -(-horizon // definition.partition_length) - next_part)
+                total += max(0, -(-horizon // definition.length) - next_part)
         return total
 
     def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None) -> StepReport:
@@ -323,7 +325,7 @@ class Maintainer:
                             checksum, repairs=repairs)
             self.catalog.commit([Part(definition.key, meta, same_rows)])
             repair = "" if previous is None else "unchanged" if same_rows else "changed"
-        report = StepReport(definition.name, subscript, part_start(subscript, definition.partition_length),
+        report = StepReport(definition.name, subscript, part_start(subscript, definition.length),
                             how, rows, seconds, lineage, resolved_sql(query, refs), references, plan_text,
                             self._preview_loader(definition, subscript), repair)
         self.history.append(report)
@@ -371,7 +373,7 @@ class Maintainer:
                 continue
             parts = self.catalog.state(ref.definition.name).parts
             rows = sum(parts[s].rows for s in existing(ref.subscripts, parts))
-            length = ref.definition.partition_length
+            length = ref.definition.length
             reports.append(ReferenceReport(ref.binding.text, ref.text, part_start(ref.first, length),
                                            part_start(ref.last, length), rows))
         return reports
@@ -384,7 +386,7 @@ class Maintainer:
             raise ViewDFError(f"{definition.name} has no RECOMPUTE clause, so it cannot be recomputed "
                               f"from scratch; add RECOMPUTE {definition.name}[j] AS <query>")
         refs = self.timeline.resolve(view.recompute, definition, subscript, scope)
-        context = f"recomputing {definition.name}[{subscript}] ({format_part(subscript, definition.partition_length)})"
+        context = f"recomputing {definition.name}[{subscript}] ({format_part(subscript, definition.length)})"
         with self.runner.bound(view.recompute, refs, context=context, schema=definition.schema,
                                clause="RECOMPUTE") as frame:
             return frame.localCheckpoint()

@@ -97,6 +97,7 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
         if binding.kind is RefKind.TABLE:
             continue
         if binding.name.lower() == definition.key:
+            assert binding.upper is not None      # a view reads itself only by part (a bare name is refused)
             if binding.lower is not binding.upper or binding.upper.offset(query.variable or "") != -1:
                 return RangePlan(reason=f"its RANGE clause reads {binding.text}; it may read only "
                                         f"{definition.name}[{query.variable}-1], the part before the run")
@@ -179,7 +180,7 @@ class RangeRunner:
             frame = self.store.empty(source)
         else:
             frame = self.store.read_parts(source, state, existing(range(first + low, last + high + 1), state.parts))
-        part = F.expr(subscript_sql(PART_TIMESTAMP, source.partition_length))
+        part = F.expr(subscript_sql(PART_TIMESTAMP, source.length))
         if low == high:
             return frame.withColumn(INPUT_PART, part - F.lit(high))
         counts_for = F.sequence(F.greatest(part - F.lit(high), F.lit(first)), F.least(part - F.lit(low), F.lit(last)))

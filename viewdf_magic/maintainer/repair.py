@@ -107,7 +107,7 @@ class Repairer:
         start = self.timeline.start(definition)
         if not state.parts or start is None:
             return None
-        first = max(start, since // definition.partition_length)
+        first = max(start, since // definition.length)
         if state.dropped_before is not None:
             first = max(first, state.dropped_before)
         compiled = self.maintainer.compiled(definition)

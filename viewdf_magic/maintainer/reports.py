@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Sequence
 
 import pandas as pd
 
@@ -43,7 +43,7 @@ class StepReport:
     seconds: float
     lineage: tuple[LineageRange, ...]
     sql: str                      # the query with partition references resolved
-    references: tuple[ReferenceReport, ...] = ()
+    references: Sequence[ReferenceReport] = ()
     plan: str | None = None       # Spark physical plan, when asked for
     loader: Callable[[int], pd.DataFrame] | None = field(default=None, compare=False, repr=False)
     repair: str = ""              # after late data: "changed" or "unchanged" (the same rows as the stored part)

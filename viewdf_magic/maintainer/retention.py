@@ -60,8 +60,8 @@ class Retention:
                 continue
             if state.lateness is None:
                 return None
-            earliest = min(earliest, (state.newest - state.lateness) * stream.partition_length
-                           // reader.partition_length)
+            earliest = min(earliest, (state.newest - state.lateness) * stream.length
+                           // reader.length)
         return earliest
 
     def _clauses(self, reader: ObjectDef) -> list[CompiledQuery]:
@@ -91,6 +91,7 @@ class Retention:
                         continue
                     if binding.kind is not RefKind.PARTS or binding.lower is None:
                         return None        # unsubscripted or open below: every part is read
+                    assert query.variable is not None      # every clause of a ViewDF names its part variable
                     lowest = binding.lower.smallest_from(query.variable, at)
                     if lowest is None:
                         return None        # no bound on how far back later steps read
@@ -106,9 +107,12 @@ class Retention:
             state = self.catalog.state(definition.name)
             if not state.parts or (state.retain is None and definition.owner is None):
                 continue
+            before: int | None
             if state.retain is not None:
                 needed = self.needed_from(definition, with_repairs=False)
-                wanted = self.timeline.newest(definition) - state.retain + 1
+                newest = self.timeline.newest(definition)
+                assert newest is not None      # it has parts
+                wanted = newest - state.retain + 1
                 before = wanted if needed is None else min(wanted, needed)
             else:
                 before = self.needed_from(definition, with_repairs=True)
@@ -131,14 +135,14 @@ class Retention:
     def unrepairable(self, stream: ObjectDef, subscript: int) -> str | None:
         """Why late rows for ``stream``'s part ``subscript`` cannot be repaired (None if they can): a view
         part they change, or a part its recomputation reads, was dropped by retention."""
-        start_time = subscript * stream.partition_length
+        start_time = subscript * stream.length
         for view in self.catalog.downstream(stream.name)[1:]:
             state = self.catalog.state(view.name)
-            at = start_time // view.partition_length
+            at = start_time // view.length
             if state.dropped_before is None or not state.parts or at > max(state.parts):
                 continue
             if at < state.dropped_before:
-                return (f"the part of {view.name} they change ({format_part(at, view.partition_length)}) "
+                return (f"the part of {view.name} they change ({format_part(at, view.length)}) "
                         f"was dropped by retention")
             start = self.timeline.start(view)
             how, query = self.maintainer.compiled(view).clause(at, at != start)

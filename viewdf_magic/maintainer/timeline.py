@@ -88,10 +88,10 @@ class Timeline:
                 continue     # a translated view starts with its data, not with its helpers
             first = self.start(source_def)
             if first is not None:
-                starts.append(first * source_def.partition_length)
+                starts.append(first * source_def.length)
         if not starts:
             return None
-        return min(starts) // definition.partition_length
+        return min(starts) // definition.length
 
     def newest(self, definition: ObjectDef) -> int | None:
         """The newest existing part subscript."""
@@ -107,7 +107,7 @@ class Timeline:
 
     def horizon(self) -> int | None:
         """End (epoch seconds) of the newest stream part; no view part starts at or after it."""
-        ends = [(d_state.newest + 1) * d.partition_length
+        ends = [(d_state.newest + 1) * d.length
                 for d in self.catalog.objects.values() if d.kind == "stream"
                 for d_state in [self.catalog.state(d.name)] if d_state.newest is not None]
         return max(ends) if ends else None
@@ -143,11 +143,12 @@ class Timeline:
             return ResolvedRef(binding, definition, first, newest if first is not None else None)
         if binding.kind is RefKind.AS_OF:
             assert target is not None and subscript is not None
-            last = ((subscript + 1) * target.partition_length - 1) // definition.partition_length
+            last = ((subscript + 1) * target.length - 1) // definition.length
             return ResolvedRef(binding, definition, first, last if first is not None else None)
-        env = {query.variable: subscript} if query.variable else {"LATEST": self.newest(definition)}
-        if None in env.values():
+        value = subscript if query.variable else self.newest(definition)
+        if value is None:
             raise query.fragment.error(f"{definition.name} has no parts yet", binding.start, binding.end)
+        env = {query.variable: value} if query.variable else {"LATEST": value}
         assert binding.upper is not None
         try:
             last = binding.upper.evaluate(env)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, replace
+from typing import cast
 
 from pyspark.errors import PySparkException
 from pyspark.sql.types import StructField, StructType
@@ -89,19 +90,19 @@ class ViewDefiner:
         lookup = catalog_lookup(self.catalog)
         initialize = _compile_clause(statement.initialize, lookup, name.text)
         update = _compile_clause(statement.update, lookup, name.text)
-        recompute = statement.recompute and _compile_clause(statement.recompute, lookup, name.text)
-        ranged = statement.range and _compile_clause(statement.range, lookup, name.text)
+        recompute = _compile_clause(statement.recompute, lookup, name.text) if statement.recompute else None
+        ranged = _compile_clause(statement.range, lookup, name.text) if statement.range else None
         clauses = [q for q in (initialize, update, recompute, ranged) if q]
         sources = self._sources(clauses, name.text)
         partitioned = [s for s in sources if s.partitioned]
         if not partitioned:
             raise statement.fragment.error("a view must read at least one stream or view part",
                                            name.start, name.end)
-        length = statement.partition_length or max(s.partition_length for s in partitioned)
+        length = statement.partition_length or max(s.length for s in partitioned)
         for source in partitioned:
             if source.owner is not None and source.owner.lower() == name.key:
                 continue    # a translated view's own helpers (older translations' coarser dyadic MAX/MIN blocks)
-            if length % source.partition_length:
+            if length % source.length:
                 at = statement.partition_length_at or name.start
                 raise statement.fragment.error(
                     f"PARTITION LENGTH {length} is not a multiple of {source.name}'s partition length "
@@ -140,6 +141,8 @@ class ViewDefiner:
             if binding.kind is not RefKind.PARTS or binding.upper is None:
                 continue
             source = view if is_self else self.catalog.get(binding.name)
+            assert source is not None      # compiling the query looked every name up
+            assert query.variable is not None      # every clause of a ViewDF names its part variable
             for j in _SAMPLE_SUBSCRIPTS:
                 try:
                     upper = binding.upper.evaluate({query.variable: j})
@@ -150,7 +153,7 @@ class ViewDefiner:
                         f"dependency cycle: {view.name}[{query.variable}] would read "
                         f"{binding.text}, a part that is not computed yet; a view can read only its own "
                         f"earlier parts", binding.start, binding.end)
-                if not is_self and upper * source.partition_length >= (j + 1) * view.partition_length:
+                if not is_self and upper * source.length >= (j + 1) * view.length:
                     raise fragment.error(
                         f"{clause} references a future part: {binding.text} starts after "
                         f"{view.name}[{query.variable}] ends", binding.start, binding.end)
@@ -160,7 +163,8 @@ class ViewDefiner:
         refs, frames = [], {}
         for binding in query.bindings:
             definition = view if binding.name.lower() == view.key else self.catalog.get(binding.name)
-            ref = ResolvedRef(binding, definition)
+            # None only for the catalog view (viewdf_parts), whose frame does not read the definition
+            ref = ResolvedRef(binding, cast(ObjectDef, definition))
             refs.append(ref)
             frames[binding.placeholder] = self.runner.frame(ref, empty=True)
         with self.runner.bound(query, refs, frames, context=f"in {clause}") as frame:
@@ -211,7 +215,8 @@ class ViewDefiner:
 
     def _latest_start(self, draft: ObjectDef, sources: list[ObjectDef]) -> int | None:
         newest = [self.timeline.newest(s) for s in sources]
-        if any(n is None for n in newest):
+        known = [n for n in newest if n is not None]
+        if len(known) < len(newest):
             return None
-        return min(n * s.partition_length for n, s in zip(newest, sources)) // draft.partition_length
+        return min(n * s.length for n, s in zip(known, sources)) // draft.length
 

@@ -51,7 +51,7 @@ import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 import pyarrow as pa
@@ -182,7 +182,7 @@ def _persons(rng: np.random.Generator, config: NexmarkConfig, numbers: np.ndarra
     credit_card = fixed_width_digits(rng, count, groups=4, width=4)
     city = pa.array(US_CITIES).take(rng.integers(0, len(US_CITIES), count))
     state = pa.array(US_STATES).take(rng.integers(0, len(US_STATES), count))
-    size = 8 + sum(_lengths(column) for column in (name, email, credit_card, city, state))
+    size = cast(np.ndarray, 8 + sum(_lengths(column) for column in (name, email, credit_card, city, state)))
     extra = exact_strings(rng, extra_lengths(rng, size, AVERAGE_BYTES["person"]))
     return pa.table([last_base0_person_id(numbers) + FIRST_PERSON_ID, name, email, credit_card, city, state,
                      _times(config, numbers), extra], schema=SCHEMAS["person"])

@@ -62,7 +62,7 @@ def fixed_width_digits(rng: np.random.Generator, count: int, groups: int, width:
 def int32_bit_reversed_abs(values: np.ndarray) -> np.ndarray:
     """``Math.abs(Integer.reverse(v))`` for each value, with Java's int overflow (the abs of
     Integer.MIN_VALUE stays negative)."""
-    bits = values.astype(np.uint32)
+    bits: np.ndarray = values.astype(np.uint32)
     for shift, mask in ((1, 0x55555555), (2, 0x33333333), (4, 0x0F0F0F0F), (8, 0x00FF00FF)):
         bits = ((bits >> shift) & np.uint32(mask)) | ((bits & np.uint32(mask)) << shift)
     bits = (bits >> 16) | (bits << 16)

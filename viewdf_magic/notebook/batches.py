@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeAlias
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -33,7 +34,7 @@ class NetworkStream:
         return network_stream(self.parts, self.pairs, self.selectivity, self.rows_per_part, self.seed)
 
 
-Source = pd.DataFrame | DataFrame | str | NetworkStream
+Source: TypeAlias = pd.DataFrame | DataFrame | str | NetworkStream
 
 
 class Batches:
@@ -47,7 +48,8 @@ class Batches:
         if definition is None or definition.kind != "stream":
             raise ViewDFError(f"no stream named '{stream}' to replay into")
         self.definition: ObjectDef = definition
-        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.partition_length))
+        assert definition.timestamp_column is not None      # every stream has one
+        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.length))
         frame = _read(warehouse, definition, source).withColumn(PART, subscript)
         self._frame = frame.localCheckpoint()
         counts = sorted(self._frame.groupBy(PART).count().collect())
@@ -65,7 +67,7 @@ class Batches:
 
     def timestamp(self, index: int) -> pd.Timestamp:
         """The start of batch ``index``'s part."""
-        return part_start(self.subscripts[index], self.definition.partition_length)
+        return part_start(self.subscripts[index], self.definition.length)
 
     def ingested(self, newest: int | None) -> int:
         """How many batches lie at or before the stream's ``newest`` part (already in the stream)."""

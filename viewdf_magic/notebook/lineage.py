@@ -90,7 +90,7 @@ class LineageViewer:
         if view is not None and (self.view is None or self.view.kind != "view"):
             raise ViewDFError(f"no view named '{view}'")
         self.objects = self._objects()
-        self.base = math.gcd(*(d.partition_length for d in self.objects))      # seconds per column
+        self.base = math.gcd(*(d.length for d in self.objects))      # seconds per column
         self.selected: tuple[str, int] | None = None
         self.highlighted: dict[str, set[int]] = {}
         self.preview_rows: pd.DataFrame | None = None
@@ -98,6 +98,7 @@ class LineageViewer:
         self._build()
         parts = self.warehouse.catalog.state(self.view.name).parts if self.view is not None else {}
         if parts:
+            assert self.view is not None      # only a view has parts here
             self.select(self.view.name, max(parts))
         else:
             self.redraw()
@@ -106,20 +107,22 @@ class LineageViewer:
     def select(self, name: str, subscript: int) -> None:
         """Select part ``subscript`` of ``name``: highlight its lineage, describe it, preview its rows."""
         definition = self.warehouse.catalog.get(name)
+        assert definition is not None      # a stream or view the viewer shows
         self.selected = (definition.name, subscript)
         self.highlighted = upstream_parts(self.warehouse.catalog, definition.name, subscript)
-        stamp = format_part(subscript, definition.partition_length)
+        stamp = format_part(subscript, definition.length)
         self.preview_rows = self.warehouse.read_part(definition.name, stamp).drop(columns=PART_TIMESTAMP)
         self.details.value = self._details(definition, subscript)
         shown = self.preview_rows.head(PREVIEW_ROWS).to_html(index=False, border=0, classes="dataframe")
         self.preview.value = f"<div><b>Rows</b> (first {PREVIEW_ROWS})</div>{shown}"
-        self._scroll_to(subscript * definition.partition_length // self.base)
+        self._scroll_to(subscript * definition.length // self.base)
         self.redraw()
 
     def button(self, name: str, subscript: int) -> widgets.Button:
         """The grid cell of a part (its first column), scrolling it into view."""
         definition = self.warehouse.catalog.get(name)
-        column = subscript * definition.partition_length // self.base
+        assert definition is not None      # a stream or view the viewer shows
+        column = subscript * definition.length // self.base
         self._scroll_to(column)
         return self._cells[self.objects.index(definition)][column - self.scroll.value]
 
@@ -144,7 +147,7 @@ class LineageViewer:
             state = self.warehouse.catalog.state(d.name)
             subscripts = [s for s in (state.first, state.newest) if s is not None] + list(state.parts)
             if subscripts:
-                factor = d.partition_length // self.base
+                factor = d.length // self.base
                 ends += [min(subscripts) * factor, (max(subscripts) + 1) * factor - 1]
         return (min(ends), max(ends)) if ends else (0, 0)
 
@@ -228,14 +231,14 @@ class LineageViewer:
         """The colour key and tooltip of one part."""
         state = self.warehouse.catalog.state(definition.name)
         meta = state.parts.get(subscript)
-        label = f"{definition.name}[{subscript}] {format_part(subscript, definition.partition_length)}"
+        label = f"{definition.name}[{subscript}] {format_part(subscript, definition.length)}"
         if self.selected == (definition.name, subscript):
             kind = "selected"
         elif subscript in self.highlighted.get(definition.name, ()):
             kind = "upstream"
         elif meta is not None and meta.rows:
             kind = definition.kind
-        elif meta is not None or (definition.kind == "stream" and state.first is not None
+        elif meta is not None or (definition.kind == "stream" and state.first is not None and state.newest is not None
                                   and state.first <= subscript <= state.newest):
             kind = "empty"
         else:
@@ -247,7 +250,7 @@ class LineageViewer:
         meta = self.warehouse.catalog.state(definition.name).parts.get(subscript)
         reads = [r for name, parts in self.highlighted.items() for r in ranges(name, parts)]
         facts = {
-            "part": f"{definition.name}[{subscript}] ({format_part(subscript, definition.partition_length)})",
+            "part": f"{definition.name}[{subscript}] ({format_part(subscript, definition.length)})",
             "how": meta.how if meta is not None else "sealed",
             "rows": meta.rows if meta is not None else 0,
             "compute seconds": f"{meta.seconds:.3f}" if meta is not None else "-",
@@ -262,7 +265,7 @@ class LineageViewer:
         query = html.escape(producing_query(definition, meta))
         return f"<table>{table}</table><pre>{query}</pre>"
 
-    def _repr_mimebundle_(self, **kwargs) -> dict:  # type: ignore[no-untyped-def]
+    def _repr_mimebundle_(self, **kwargs) -> dict:
         return self.widget._repr_mimebundle_(**kwargs)
 
 

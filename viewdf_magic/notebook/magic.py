@@ -7,6 +7,7 @@ import re
 import shlex
 import sys
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow as pa
@@ -29,6 +30,9 @@ from .batches import NetworkStream, Source
 from .lineage import LineageViewer
 from .render import ResultView, error_text
 from .replay import Replay
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 ALL_ROWS_HINT = "Set %config ViewDF.displaylimit = 0 or use -o VAR to get them all."
 RETURNED_RESULTS = 32      # query results the magics returned whose display they still know
@@ -74,6 +78,8 @@ def failed(error: ViewDFError, color: bool) -> StatementFailed:
 class ViewDF(Magics):
     """Runs ViewDF statements against a warehouse on the notebook's Spark session."""
 
+    shell: InteractiveShell      # given when IPython registers the magics
+
     displaylimit = Int(10, allow_none=True, help=(
         "Rows of a result to display; 0 or None shows them all.")).tag(config=True)
     warehouse = Unicode("viewdf-warehouse", help=(
@@ -83,24 +89,24 @@ class ViewDF(Magics):
     autopandas = Bool(False, help=(
         "Return and store (-o, <<) query results as pandas DataFrames instead of Spark DataFrames.")).tag(config=True)
 
-    def __init__(self, shell) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, shell) -> None:
         self._open: dict[str, Warehouse] = {}     # by qualified path: one Warehouse object per warehouse
         self._current: str | None = None          # the path last chosen with --warehouse
         self._returned: OrderedDict[int, tuple[DataFrame, ResultView]] = OrderedDict()   # by id of the frame
         super().__init__(shell=shell)
 
     @validate("displaylimit")
-    def _check_displaylimit(self, proposal):  # type: ignore[no-untyped-def]
+    def _check_displaylimit(self, proposal):
         if proposal.value is not None and proposal.value < 0:
             raise TraitError("ViewDF.displaylimit must be 0 (all rows), None or a positive number")
         return proposal.value
 
     @observe("warehouse")
-    def _use_configured_warehouse(self, change) -> None:  # type: ignore[no-untyped-def]
+    def _use_configured_warehouse(self, change) -> None:
         self._current = None
 
     @observe("progress")
-    def _reopen_warehouses(self, change) -> None:  # type: ignore[no-untyped-def]
+    def _reopen_warehouses(self, change) -> None:
         self._open.clear()
 
     @line_cell_magic
@@ -123,13 +129,15 @@ class ViewDF(Magics):
         ``%viewdf --help`` lists the options, statements and commands.
         """
         if _asks_for_help(line):
-            print(self.viewdf.parser.format_help().rstrip() + "\n\n" + STATEMENTS_HELP)
+            print(self.viewdf.parser.format_help().rstrip()  # type: ignore[union-attr]  # @magic_arguments
+                  + "\n\n" + STATEMENTS_HELP)
             return None
-        line, capture = split_capture(self.viewdf.parser, line, cell is None)
+        line, capture = split_capture(self.viewdf.parser, line, cell is None)  # type: ignore[union-attr]  # @magic_arguments
         if cell is None:
-            args, text = split_line(self.viewdf.parser, line)
+            args, text = split_line(self.viewdf.parser, line)  # type: ignore[union-attr]  # @magic_arguments
             if text.split()[:1] == ["connect"]:
-                return self._connect(args.warehouse, text)
+                self._connect(args.warehouse, text)
+                return None
             if text.split()[:1] in (["replay"], ["lineage"]):
                 return self._widget(args.warehouse, text)
             text = shortcut(text)
@@ -228,6 +236,7 @@ class ViewDF(Magics):
         last = None
         for number, result in enumerate(warehouse.run_iter(text), start=1):
             if explain and isinstance(result.statement, Query):
+                assert result.frame is not None      # a query's result has its rows
                 print(explain_text(result.frame, mode="extended"))
             if result.has_rows:
                 last = result
@@ -247,6 +256,7 @@ class ViewDF(Magics):
         frame = result.frame
         assert frame is not None
         view = ResultView.of(result, self.displaylimit, ALL_ROWS_HINT)
+        assert self.shell.display_formatter is not None      # IPython shells have one
         formatters = self.shell.display_formatter.formatters   # by the concrete class (classic or Connect),
         formatters["text/html"].for_type(type(frame), self._frame_html)     # which has a __repr__ of its own
         formatters["text/plain"].for_type(type(frame), self._frame_text)
@@ -264,7 +274,7 @@ class ViewDF(Magics):
         view = self._view_of(frame)
         return view._repr_html_() if view is not None else None
 
-    def _frame_text(self, frame: DataFrame, printer, cycle: bool) -> None:  # type: ignore[no-untyped-def]
+    def _frame_text(self, frame: DataFrame, printer, cycle: bool) -> None:
         view = self._view_of(frame)
         printer.text(view.text() if view is not None else repr(frame))
 
@@ -281,7 +291,8 @@ class ViewDF(Magics):
         self.shell.user_ns[name] = frame
 
 
-ViewDF.viewdf.parser.allow_abbrev = False     # --warehous is a typo, not --warehouse
+# @magic_arguments gives the magic its argument parser, as .parser (IPython's types do not say so)
+ViewDF.viewdf.parser.allow_abbrev = False  # type: ignore[union-attr]  # --warehous is a typo, not --warehouse
 
 
 def shortcut(text: str) -> str:
@@ -386,7 +397,7 @@ def split_line(parser: argparse.ArgumentParser, line: str) -> tuple[argparse.Nam
         if word is None or (not word.startswith("-") and _parses(parser, words)):
             break
         words.append(word)
-        statement_start = lexer.instream.tell()
+        statement_start = lexer.instream.tell()  # type: ignore[attr-defined]  # a StringIO; typeshed's protocol lacks tell
     return parser.parse_args(words), line[statement_start:].strip()
 
 
@@ -399,7 +410,7 @@ def _parses(parser: argparse.ArgumentParser, words: list[str]) -> bool:
     return True
 
 
-def register(ipython) -> None:  # type: ignore[no-untyped-def]
+def register(ipython) -> None:
     """Register the magics and make ``%config ViewDF`` reach them, replacing any from an earlier load."""
     magics = ViewDF(ipython)
     ipython.register_magics(magics)

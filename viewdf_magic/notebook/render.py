@@ -105,5 +105,5 @@ class ResultView:
                   f"<pre>{html.escape(text)}</pre></details>" for title, text in self.sections]
         return "\n".join(parts)
 
-    def _repr_pretty_(self, printer, cycle: bool) -> None:  # type: ignore[no-untyped-def]
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
         printer.text(self.text())

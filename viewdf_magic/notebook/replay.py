@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 import threading
 import time
-from typing import Iterable
+from typing import Iterable, cast
 
 import ipywidgets as widgets
 import pandas as pd
@@ -121,7 +121,7 @@ class Replay:
         self.warehouse.drop(self.stream, "stream", cascade=True)
         for statement in statements:
             self.warehouse.run(statement)
-        self.views = [catalog.get(v.name) for v in self.views]
+        self.views = [cast(ObjectDef, catalog.get(v.name)) for v in self.views]     # each defined again above
         self.position = self._target = 0
         self.error = None
         self._rows, self._status, self._tables = [], {}, {}
@@ -217,6 +217,7 @@ class Replay:
         """The parts the view's RECOMPUTE query reads for part ``subscript``."""
         maintainer = self.warehouse.maintainer
         query = maintainer.compiled(view).recompute
+        assert query is not None      # naive recomputation is run only for views with RECOMPUTE
         return maintainer.timeline.lineage(maintainer.timeline.resolve(query, view, subscript))
 
     # -- setup ---------------------------------------------------------------------------
@@ -305,7 +306,7 @@ class Replay:
         self.step_button.disabled = playing or self.position >= len(self.batches)
         self.slider.value = self.position
         done, total = self.position, len(self.batches)
-        text = (f"next part {format_part(self.batches.subscripts[done], self.batches.definition.partition_length)}"
+        text = (f"next part {format_part(self.batches.subscripts[done], self.batches.definition.length)}"
                 if done < total else "all parts ingested")
         note = f" <span style='color: #b00'>{html.escape(self.error)}</span>" if self.error else ""
         self.position_label.value = f"batch {done} of {total} into {html.escape(self.stream)}, {text}.{note}"
@@ -317,7 +318,7 @@ class Replay:
                                     for name, table in self._tables.items())
         self.plot.update(self.timings)
 
-    def _repr_mimebundle_(self, **kwargs) -> dict:  # type: ignore[no-untyped-def]
+    def _repr_mimebundle_(self, **kwargs) -> dict:
         return self.widget._repr_mimebundle_(**kwargs)
 
 

@@ -89,5 +89,5 @@ class TimingPlot:
         self.figure.savefig(buffer, format="png", dpi=80)
         return buffer.getvalue()
 
-    def _repr_mimebundle_(self, **kwargs) -> dict:  # type: ignore[no-untyped-def]
+    def _repr_mimebundle_(self, **kwargs) -> dict:
         return self.widget._repr_mimebundle_(**kwargs)

@@ -127,7 +127,7 @@ class PartStore:
         that read it, so they neither recompute nor reread it.
         """
         folder = self.new_folder(definition)
-        stamped = frame.withColumn(PART_TIMESTAMP, part_stamp(subscript * definition.partition_length))
+        stamped = frame.withColumn(PART_TIMESTAMP, part_stamp(subscript * definition.length))
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
         key = frame.schema.json()
@@ -179,7 +179,8 @@ class PartStore:
     def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> tuple[int, int, int]:
         """Write a stream batch into ``folder``, one sub-folder per part (``__part=<subscript>``), in one job;
         returns the written rows' ``part_fingerprint``."""
-        length = definition.partition_length
+        length = definition.length
+        assert definition.timestamp_column is not None      # every stream has one
         out = frame.withColumn(PART_COLUMN, F.expr(subscript_sql(quote_name(definition.timestamp_column), length)))
         out = out.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length)))
         observed = Observation()

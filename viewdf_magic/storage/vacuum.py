@@ -36,7 +36,7 @@ def _top_folder(folder: str) -> str:
 
 def referenced_folders(catalog: Catalog) -> set[str]:
     """Every write folder that a committed part or table row references."""
-    folders = set()
+    folders: set[str] = set()
     for state in catalog.states.values():
         folders.update(_top_folder(f) for meta in state.parts.values() for f in meta.folders)
         folders.update(_top_folder(f) for f in state.table_folders)

@@ -10,7 +10,7 @@ events. It backs RECOMPUTE (so VERIFY and ``Warehouse.recompute``) and the timin
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, cast
 
 from sqlglot import exp
 
@@ -48,13 +48,14 @@ class _Direct:
         return (self.query.variable(node.table), "current") if node.table else (None, "")
 
     # -- conditions at a position ----------------------------------------------------------------
-    def condition(self, node: exp.Expression, owner: Variable, at: str) -> str:
+    def condition(self, node: exp.Expr, owner: Variable, at: str) -> str:
         """A WHERE conjunct owned by ``owner`` with references resolved for the event at ``at``."""
-        def visit(item: exp.Expression) -> exp.Expression:
+        def visit(item: exp.Expr) -> exp.Expr:
             if type(item) in AGGREGATES:
                 return exp.Var(this=self.aggregate_by_position(item, owner, at))
             if isinstance(item, (exp.Last, exp.First)):
                 variable = self.meaning(item.this)[0]
+                assert variable is not None      # the FSM builder checked first() and last() take a variable's column
                 where = self.bound(variable.index + 1) + " - 1" if isinstance(item, exp.Last) else \
                     self.bound(variable.index)
                 return exp.Var(this=f"element_at(seq, {where}).e.{self.column(item.this)}")
@@ -63,14 +64,16 @@ class _Direct:
                 if variable is owner:
                     where = {"current": at, "first": self.bound(owner.index), "previous": f"{at} - 1"}[kind]
                 else:
+                    assert variable is not None      # the FSM builder checked every condition's columns are qualified
                     where = self.bound(variable.index)   # a non-Kleene variable's event, or d[1]
                 return exp.Var(this=f"element_at(seq, {where}).e.{self.column(item)}")
             return item
         return f"coalesce({node.transform(visit).sql(dialect='spark')}, false)"
 
-    def aggregate_by_position(self, node: exp.AggFunc, owner: Variable, at: str) -> str:
+    def aggregate_by_position(self, node: exp.Expr, owner: Variable, at: str) -> str:
         function = AGGREGATES[type(node)]
         variable = self.meaning(next(node.this.find_all(exp.Column)))[0]
+        assert variable is not None      # the FSM builder checked every condition's columns are qualified
         if variable is owner:       # earlier occurrences: positions b_v .. at-1
             events = f"slice(seq, {self.bound(owner.index)}, {at} - {self.bound(owner.index)})"
         else:                       # all occurrences of an earlier Kleene variable
@@ -95,13 +98,14 @@ class _Direct:
         numerator = total if average.startswith("decimal") else f"CAST({total} AS double)"
         return f"CAST(try_divide({numerator}, size({values})) AS {average})"
 
-    def owner(self, node: exp.Expression) -> tuple[Variable, bool]:
+    def owner(self, node: exp.Expr) -> tuple[Variable, bool]:
         """The latest variable a conjunct reads, and whether it only applies from that variable's
         second occurrence (it reads d[i-1], d[..i-1], or d[1] together with the current d)."""
         refs = [self.meaning(c) for c in node.find_all(exp.Column)]
         if not refs:
             return self.query.variables[0], False
-        owner = max((v for v, _ in refs), key=lambda v: v.index)
+        # the FSM builder checked every condition's columns are qualified with a variable
+        owner = max((cast(Variable, v) for v, _ in refs), key=lambda v: v.index)
         kinds = {k for v, k in refs if v is owner}
         return owner, owner.kleene and bool(kinds & {"previous", "earlier"} or {"first", "current"} <= kinds)
 
@@ -154,7 +158,7 @@ class _Direct:
                 f"try_element_at(filter({self.assignments(1, s)}, b -> {self.check()}), 1)))")
 
     # -- the SELECT list ---------------------------------------------------------------------------
-    def output(self, node: exp.Expression) -> str:
+    def output(self, node: exp.Expr) -> str:
         """A SELECT item over the exploded matched events ``x`` at position ``o`` (grouped)."""
         keys = {k.lower() for k in self.query.keys}
 
@@ -164,7 +168,7 @@ class _Direct:
         def within(variable: Variable) -> str:
             return f"o >= {self.bound(variable.index)} AND o < {self.bound(variable.index + 1)}"
 
-        def visit(item: exp.Expression) -> exp.Expression:
+        def visit(item: exp.Expr) -> exp.Expr:
             if isinstance(item, exp.Count) and isinstance(item.this, exp.Star):
                 return exp.Var(this="count(*)")
             if type(item) in AGGREGATES:
@@ -177,6 +181,7 @@ class _Direct:
                 return exp.Var(this=f"{AGGREGATES[type(item)]}({argument})")
             if isinstance(item, (exp.Last, exp.First)):
                 variable = self.meaning(item.this)[0]
+                assert variable is not None      # the FSM builder checked first() and last() take a variable's column
                 where = f"{self.bound(variable.index + 1)} - 1" if isinstance(item, exp.Last) else \
                     self.bound(variable.index)
                 return exp.Var(this=f"first(IF(o = {where}, {event(item.this)}, NULL), true)")
@@ -184,6 +189,7 @@ class _Direct:
                 variable, kind = self.meaning(item)
                 if variable is None and item.name.lower() in keys:
                     return exp.Var(this=quote_name(item.name))
+                assert variable is not None      # the FSM builder rejects unqualified columns other than the keys
                 return exp.Var(this=f"first(IF(o = {self.bound(variable.index)}, {event(item)}, NULL), true)")
             return item
         return node.transform(visit).sql(dialect="spark")

@@ -18,7 +18,7 @@ event being matched), ``RUN`` (the run's auxiliary values) or ``KEY`` (a GROUP B
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from sqlglot import exp
 
@@ -37,7 +37,7 @@ class Aux:
     name: str
     kind: str                      # value, first, last, sum, count, min, max
     variable: Variable | None      # None: over all matched events
-    argument: exp.Expression       # per-event template over EVENT columns
+    argument: exp.Expr             # per-event template over EVENT columns
     type: str
     readers: set[int] = field(default_factory=set)   # source states of edges whose predicates read it
 
@@ -47,6 +47,7 @@ class Aux:
         scope = f"{self.variable.name}'s occurrences" if self.variable is not None and self.variable.kleene \
             else (self.variable.name if self.variable is not None else "all matched events")
         if self.kind == "value":
+            assert self.variable is not None      # a value aux is always of one variable
             return f"{self.variable.name}.{argument}"
         if self.kind in ("first", "last"):
             return f"{self.kind} {argument} of {scope}"
@@ -56,7 +57,7 @@ class Aux:
 @dataclass(frozen=True)
 class Predicate:
     text: str                      # as the user wrote it
-    template: exp.Expression
+    template: exp.Expr
 
 
 @dataclass(frozen=True)
@@ -78,8 +79,8 @@ class PatternFSM:
     query: PatternQuery
     edges: list[Edge]
     auxes: list[Aux]
-    outputs: list[tuple[str, exp.Expression]]   # final view columns after the keys (templates)
-    killer: exp.Expression | None               # an event no variable can take (template), if knowable
+    outputs: list[tuple[str, exp.Expr]]         # final view columns after the keys (templates)
+    killer: exp.Expr | None                     # an event no variable can take (template), if knowable
 
     @property
     def variables(self) -> tuple[Variable, ...]:
@@ -116,12 +117,12 @@ class PatternFSM:
         return [v.index for v in self.variables if v is not last or v.kleene]
 
 
-def render(template: exp.Expression, event: str = "ev", run: str = "r", key: str = "") -> str:
+def render(template: exp.Expr, event: str = "ev", run: str = "r", key: str = "") -> str:
     """Spark SQL text of a template, its EVENT/RUN/KEY qualifiers replaced by the given prefixes
     (an empty prefix leaves the column unqualified)."""
     prefixes = {EVENT: event, RUN: run, KEY: key}
 
-    def swap(node: exp.Expression) -> exp.Expression:
+    def swap(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Column) and node.table in prefixes:
             column = exp.to_identifier(node.name).sql(dialect="spark")
             prefix = prefixes[node.table]
@@ -152,7 +153,7 @@ class _Builder:
             self._column(key, query.tree.args["group"])
         proceed: dict[int, list[Predicate]] = {v.index: [] for v in query.variables}
         self_: dict[int, list[Predicate]] = {v.index: [] for v in query.variables if v.kleene}
-        local: dict[int, list[exp.Expression]] = {v.index: [] for v in query.variables}
+        local: dict[int, list[exp.Expr]] = {v.index: [] for v in query.variables}
         for condition in query.conditions:
             owner, reads = self._owner(condition)
             text = self._text(condition)
@@ -177,21 +178,21 @@ class _Builder:
         outputs = [(name, self._output(node)) for name, node in query.items]
         return PatternFSM(query, edges, list(self.auxes.values()), outputs, self._killer(local))
 
-    def _killer(self, local: dict[int, list[exp.Expression]]) -> exp.Expression | None:
+    def _killer(self, local: dict[int, list[exp.Expr]]) -> exp.Expr | None:
         """NOT (some variable's every-occurrence single-event conditions hold)."""
         if any(not conditions for conditions in local.values()):
             return None
-        takes: dict[str, exp.Expression] = {}
+        takes: dict[str, exp.Expr] = {}
         for conditions in local.values():
             take = exp.and_(*[exp.Coalesce(this=c.copy(), expressions=[exp.false()]) for c in conditions])
             takes.setdefault(take.sql(dialect="spark"), take)
         return exp.not_(exp.or_(*[exp.paren(t) for t in takes.values()]))
 
-    def _text(self, node: exp.Expression) -> str:
+    def _text(self, node: exp.Expr) -> str:
         start, end = self.query.position(node)
         return self.query.fragment.source[start:end] if end is not None else node.sql(dialect="spark")
 
-    def _column(self, name: str, node: exp.Expression) -> str:
+    def _column(self, name: str, node: exp.Expr) -> str:
         found = self.columns.get(name.lower())
         if found is None:
             raise self.query.error(f"{self.query.clause.source.text} has no column '{name}'", node)
@@ -211,7 +212,7 @@ class _Builder:
                                    f"[{', '.join(v.label for v in self.query.variables)}]", column)
         return variable, "current"
 
-    def _owner(self, condition: exp.Expression) -> tuple[Variable, set[str]]:
+    def _owner(self, condition: exp.Expr) -> tuple[Variable, set[str]]:
         """The latest variable a conjunct reads, and how it reads that variable."""
         seen: list[tuple[Variable, str]] = []
         for column in condition.find_all(exp.Column):
@@ -222,7 +223,8 @@ class _Builder:
                                        f"pattern query are about pattern variables", column)
             seen.append((variable, kind))
         for node in condition.find_all(exp.Or):
-            names = {self._reference(c)[0].key for c in node.find_all(exp.Column)}
+            # every column was checked above to name a variable
+            names = {cast(Variable, self._reference(c)[0]).key for c in node.find_all(exp.Column)}
             if len(names) > 1:
                 raise self.query.error("OR across pattern variables is not supported: each condition is checked "
                                        "when its latest variable takes an event, so an OR may only combine "
@@ -231,19 +233,19 @@ class _Builder:
         if not seen:
             return self.query.variables[0], {"current"}
         owner = max((v for v, _ in seen), key=lambda v: v.index)
-        for node in condition.find_all(exp.Last, exp.First):
-            inner = node.this
+        for call in condition.find_all(exp.Last, exp.First):
+            inner = call.this
             if isinstance(inner, exp.Column) and self._reference(inner)[0] is owner:
-                raise self.query.error(f"{type(node).__name__.lower()}({owner.name}...) reads {owner.name}'s own "
+                raise self.query.error(f"{type(call).__name__.lower()}({owner.name}...) reads {owner.name}'s own "
                                        f"occurrences; in its conditions use {owner.name}[1] or "
-                                       f"{owner.name}[i-1]", node)
+                                       f"{owner.name}[i-1]", call)
         return owner, {kind for v, kind in seen if v is owner}
 
     # -- rewriting references --------------------------------------------------------------------
-    def _rewrite(self, node: exp.Expression, owner: Variable | None, context: str) -> exp.Expression:
+    def _rewrite(self, node: exp.Expr, owner: Variable | None, context: str) -> exp.Expr:
         """A condition (context proceed/self, on ``owner``'s edge) or SELECT item (context select)
         with every reference replaced by EVENT, RUN or KEY columns."""
-        def visit(item: exp.Expression) -> exp.Expression:
+        def visit(item: exp.Expr) -> exp.Expr:
             if isinstance(item, exp.Column) and item.table in (EVENT, RUN, KEY):
                 return item
             if isinstance(item, exp.Count) and isinstance(item.this, exp.Star):
@@ -263,7 +265,7 @@ class _Builder:
             return item
         return node.transform(visit)
 
-    def _plain(self, column: exp.Column, owner: Variable | None, context: str) -> exp.Expression:
+    def _plain(self, column: exp.Column, owner: Variable | None, context: str) -> exp.Expr:
         variable, kind = self._reference(column)
         name = self._column(column.name, column)
         if variable is None:          # SELECT only (conditions were checked by _owner)
@@ -297,7 +299,7 @@ class _Builder:
         raise self.query.error(f"{variable.name}[{'i-1' if kind == 'previous' else '..i-1'}] can only be used "
                                f"in {variable.name}'s own conditions", column)
 
-    def _first_last(self, node: exp.Expression) -> exp.Expression:
+    def _first_last(self, node: exp.Expr) -> exp.Expr:
         word = "last" if isinstance(node, exp.Last) else "first"
         inner = node.this
         variable = self._reference(inner)[0] if isinstance(inner, exp.Column) else None
@@ -306,7 +308,7 @@ class _Builder:
         value = exp.column(self._column(inner.name, inner), table=EVENT)
         return self._aux(word, variable, value, node)
 
-    def _aggregate(self, node: exp.AggFunc, owner: Variable | None, context: str) -> exp.Expression:
+    def _aggregate(self, node: exp.Expr, owner: Variable | None, context: str) -> exp.Expr:
         function = AGGREGATES[type(node)]
         argument = node.this
         if isinstance(argument, exp.Distinct) or node.args.get("distinct"):
@@ -337,7 +339,7 @@ class _Builder:
             raise self.query.error(f"aggregate over an earlier Kleene variable's occurrences, e.g. "
                                    f"{function}(d.x)", node)
 
-        def to_event(item: exp.Expression) -> exp.Expression:
+        def to_event(item: exp.Expr) -> exp.Expr:
             if isinstance(item, exp.Column):
                 return exp.column(self._column(item.name, item), table=EVENT)
             return item
@@ -351,8 +353,8 @@ class _Builder:
             return exp.cast(division, kind)
         return self._aux(function, variable, template, node)
 
-    def _aux(self, kind: str, variable: Variable | None, argument: exp.Expression,
-             node: exp.Expression) -> exp.Column:
+    def _aux(self, kind: str, variable: Variable | None, argument: exp.Expr,
+             node: exp.Expr) -> exp.Column:
         key = (kind, variable.key if variable else None, render(argument, event=EVENT))
         aux = self.auxes.get(key)
         if aux is None:
@@ -363,7 +365,7 @@ class _Builder:
             self.auxes[key] = aux
         return exp.column(aux.name, table=RUN)
 
-    def _aux_name(self, kind: str, variable: Variable | None, argument: exp.Expression) -> str:
+    def _aux_name(self, kind: str, variable: Variable | None, argument: exp.Expr) -> str:
         scope = variable.name.lower() if variable is not None else "all"
         what = argument.name.lower() if isinstance(argument, exp.Column) else "x"
         base = f"{scope}_{what}" if kind == "value" else f"{scope}_{kind}_{what}"
@@ -374,18 +376,18 @@ class _Builder:
         return name
 
     # -- checks --------------------------------------------------------------------------------
-    def _probe(self, sql: str, node: exp.Expression) -> str:
+    def _probe(self, sql: str, node: exp.Expr) -> str:
         try:
             return self.probe(sql)
         except ValueError as exc:
             raise self.query.error(str(exc), node) from None
 
-    def _typed(self, template: exp.Expression) -> str:
+    def _typed(self, template: exp.Expr) -> str:
         """The template as SQL over the probe's EVENT columns, run values as typed NULLs."""
         types = {aux.name: aux.type for aux in self.auxes.values()}
         types[LENGTH] = "bigint"
 
-        def swap(node: exp.Expression) -> exp.Expression:
+        def swap(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Column) and node.table == RUN:
                 return exp.cast(exp.null(), types[node.name])
             if isinstance(node, exp.Column) and node.table == KEY:
@@ -393,22 +395,22 @@ class _Builder:
             return node
         return template.transform(swap).sql(dialect="spark")
 
-    def _check_boolean(self, template: exp.Expression, node: exp.Expression) -> None:
+    def _check_boolean(self, template: exp.Expr, node: exp.Expr) -> None:
         kind = self._probe(self._typed(template), node)
         if kind != "boolean":
             raise self.query.error(f"a condition must be true or false, but this is of type {kind}", node)
 
-    def _read_from(self, template: exp.Expression, state: int) -> None:
+    def _read_from(self, template: exp.Expr, state: int) -> None:
         """Record that an edge leaving ``state`` reads the run values in ``template``."""
         names = {c.name for c in template.find_all(exp.Column) if c.table == RUN}
         for aux in self.auxes.values():
             if aux.name in names:
                 aux.readers.add(state)
 
-    def _reads_run(self, template: exp.Expression) -> bool:
+    def _reads_run(self, template: exp.Expr) -> bool:
         return any(c.table == RUN for c in template.find_all(exp.Column))
 
-    def _output(self, node: exp.Expression) -> exp.Expression:
+    def _output(self, node: exp.Expr) -> exp.Expr:
         template = self._rewrite(node, None, "select")
         self._probe(self._typed(template), node)
         return template

@@ -20,7 +20,7 @@ from ..language.statements import Name
 from ..language.tokens import IDENTIFIER_TYPES, tokenize
 
 OCCURRENCE_PREFIX = "__occ"
-AGGREGATES = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
+AGGREGATES: dict[type[exp.Expr], str] = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
 
 
 @dataclass(frozen=True)
@@ -203,10 +203,10 @@ class PatternQuery:
     fragment: Fragment
     rewritten: RewrittenText
     tree: exp.Select
-    items: list[tuple[str, exp.Expression]]     # (output name, expression)
+    items: list[tuple[str, exp.Expr]]           # (output name, expression)
     keys: list[str]                             # GROUP BY column names
-    conditions: list[exp.Expression]            # WHERE, split on AND
-    filter: exp.Expression | None               # the input filter before PATTERN
+    conditions: list[exp.Expr]                  # WHERE, split on AND
+    filter: exp.Expr | None                     # the input filter before PATTERN
 
     @property
     def filter_sql(self) -> str | None:
@@ -223,7 +223,7 @@ class PatternQuery:
     def variable(self, name: str) -> Variable | None:
         return next((v for v in self.variables if v.key == name.lower()), None)
 
-    def position(self, node: exp.Expression, rewritten: RewrittenText | None = None) -> tuple[int, int | None]:
+    def position(self, node: exp.Expr, rewritten: RewrittenText | None = None) -> tuple[int, int | None]:
         """Where ``node`` is written in the user's text (start, end)."""
         rewritten = rewritten or self.rewritten
         spans = [(item.meta["start"], item.meta.get("end")) for item in node.walk()
@@ -235,7 +235,7 @@ class PatternQuery:
         end = rewritten.source_position(max(ends)) + 1 if ends else None
         return start, end if end is None or end > start else None
 
-    def error(self, message: str, node: exp.Expression, rewritten: RewrittenText | None = None):
+    def error(self, message: str, node: exp.Expr, rewritten: RewrittenText | None = None):
         start, end = self.position(node, rewritten)
         return self.fragment.error(message, start, end)
 
@@ -244,6 +244,7 @@ def analyze_pattern(query: Fragment, clause: PatternClause) -> PatternQuery:
     """Parse the query around its PATTERN clause and check the SQL shape (not yet the references)."""
     cuts = [Replacement(clause.start, clause.end, ""), *clause.occurrence_cuts]
     if clause.filter_span is not None:
+        assert clause.filter_where is not None      # set together with filter_span
         cuts.append(Replacement(clause.filter_where, clause.filter_span[1], ""))
     if clause.contiguity_span is not None:
         cuts.append(Replacement(*clause.contiguity_span, ""))
@@ -271,7 +272,7 @@ def analyze_pattern(query: Fragment, clause: PatternClause) -> PatternQuery:
         if not isinstance(key, exp.Column) or key.table:
             raise partial.error("GROUP BY of a pattern query lists stream columns (e.g. GROUP BY src, dest)", key)
         keys.append(key.name)
-    items: list[tuple[str, exp.Expression]] = []
+    items: list[tuple[str, exp.Expr]] = []
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             raise partial.error("SELECT * is not supported in a pattern query; list the group columns, "
@@ -291,13 +292,15 @@ def analyze_pattern(query: Fragment, clause: PatternClause) -> PatternQuery:
                                                         f"SELECT 1 FROM {clause.source.text} WHERE "),
                                             Replacement(clause.filter_span[1], query.end, "")])
         filter_tree = parse_query(filter_text).args["where"].this
-    table = (tree.args.get("from_") or tree.args.get("from")).this
+    source = tree.args.get("from_") or tree.args.get("from")
+    assert source is not None       # the PATTERN clause was found after FROM stream
+    table = source.this
     if not isinstance(table, exp.Table) or table.name.lower() != clause.source.key or table.alias:
         raise query.error("PATTERN must follow FROM stream", clause.start)
     return PatternQuery(clause, query, rewritten, tree, items, keys, conditions, filter_tree)
 
 
-def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
     """The operands of a chain of ANDs, left to right (without recursion: a long chain is deep)."""
     found, pending = [], [node]
     while pending:
@@ -309,7 +312,7 @@ def _conjuncts(node: exp.Expression) -> list[exp.Expression]:
     return found
 
 
-def _output_name(item: exp.Expression, inner: exp.Expression, rewritten: RewrittenText,
+def _output_name(item: exp.Expr, inner: exp.Expr, rewritten: RewrittenText,
                  query: PatternQuery) -> str:
     if isinstance(item, exp.Alias):
         return item.alias

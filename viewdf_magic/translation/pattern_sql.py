@@ -31,6 +31,7 @@ from .pattern_fsm import LENGTH, PatternFSM, render
 from ..language.tokens import quote_name
 
 Field = Callable[[str], str]       # field name -> SQL reading it from a run
+Slot = Callable[[int], str]        # state -> SQL of that state's runs
 
 
 
@@ -99,6 +100,7 @@ class PatternTranslation:
 
     def _condition(self, target: int, kind: str, run: str, event: str) -> str:
         edge = self.fsm.edge(target, kind)
+        assert edge is not None      # every state has a proceed edge, and Kleene states a self edge
         tests = [f"coalesce({render(p.template, event=event, run=run)}, false)" for p in edge.predicates]
         return " AND ".join(tests) or "true"
 
@@ -118,7 +120,7 @@ class PatternTranslation:
         return "struct(" + ", ".join(f"{run}.{quote_name(a.name)}" for a in self.fsm.live(state)) + ")"
 
     # -- one event -------------------------------------------------------------------------------
-    def step(self, slot: Field, event: str, depth: int = 0) -> str:
+    def step(self, slot: Slot, event: str, depth: int = 0) -> str:
         """The struct of every state's runs after ``event``, given the runs before it (``slot(k)``
         is the SQL of state k's runs). ``depth`` keeps lambda variable names unique."""
         fields = [f"'s{v.index}', {self._state_after(v.index, slot, event, depth)}" for v in self.fsm.variables]
@@ -130,7 +132,7 @@ class PatternTranslation:
     def _field(self, run: str) -> Field:
         return lambda name: f"{run}.{quote_name(name)}"
 
-    def _state_after(self, target: int, slot: Field, event: str, depth: int) -> str:
+    def _state_after(self, target: int, slot: Slot, event: str, depth: int) -> str:
         kleene = self.fsm.variables[target - 1].kleene
         source = target - 1
         if not self.fsm.many(target) and (source == 0 or not self.fsm.many(source)):
@@ -161,7 +163,7 @@ class PatternTranslation:
         return (f"array(IF({runs} IS NOT NULL AND {self._condition(target, kind, runs, event)}, "
                 f"{self._successor(target, kind, self._field(runs), event)}, NULL))")
 
-    def _single(self, target: int, kleene: bool, slot: Field, event: str) -> str:
+    def _single(self, target: int, kleene: bool, slot: Slot, event: str) -> str:
         """At most one run per state: pick the preferred of (stay, enter) without arrays."""
         source = target - 1
         if source == 0:
@@ -256,8 +258,8 @@ class PatternTranslation:
                          f"{slots} FROM live FULL OUTER JOIN {quote_name(self.helper)}[{previous}] AS h "
                          f"ON {self._same_key('live', 'h')})")
         else:
-            slots = [self._previous(k) for k in stored]
-            columns = self._keys("live") + [f"live.{c}" for c in events] + slots
+            slot_columns = [self._previous(k) for k in stored]
+            columns = self._keys("live") + [f"live.{c}" for c in events] + slot_columns
             lines.append(f", joined AS (SELECT {', '.join(columns)} FROM live "
                          f"LEFT JOIN {quote_name(self.helper)}[{previous}] AS h ON {self._same_key('live', 'h')})")
         if killer and not self.single_events:

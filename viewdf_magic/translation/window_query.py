@@ -91,13 +91,13 @@ class WindowQuery:
     rewritten: RewrittenText           # the same text with the window clause cut out
     tree: exp.Select
     alias: str | None                  # the source's alias, if any
-    items: list[exp.Expression]        # SELECT expressions (aliases removed)
-    keys: list[exp.Expression]         # GROUP BY expressions (ordinals and aliases resolved)
-    where: exp.Expression | None
-    having: exp.Expression | None
+    items: list[exp.Expr]              # SELECT expressions (aliases removed)
+    keys: list[exp.Expr]               # GROUP BY expressions (ordinals and aliases resolved)
+    where: exp.Expr | None
+    having: exp.Expr | None
     aggregates: list[exp.AggFunc]      # in SELECT and HAVING, in order of appearance
 
-    def position(self, node: exp.Expression) -> tuple[int, int | None]:
+    def position(self, node: exp.Expr) -> tuple[int, int | None]:
         """Where ``node`` is written in the user's text (start, end)."""
         for item in node.walk():
             meta = item.meta if isinstance(item, exp.Expression) else {}
@@ -109,12 +109,12 @@ class WindowQuery:
                 return start, end
         return self.fragment.start, None
 
-    def error(self, message: str, node: exp.Expression):
+    def error(self, message: str, node: exp.Expr):
         start, end = self.position(node)
         return self.fragment.error(message, start, end)
 
 
-def normalized(node: exp.Expression) -> str:
+def normalized(node: exp.Expr) -> str:
     """A comparison key for expressions: Spark SQL with identifiers lowercased."""
     return node.sql(dialect="spark", normalize=True, identify=False).lower()
 
@@ -134,11 +134,11 @@ def analyze_window(query: Fragment, clause: WindowClause) -> WindowQuery:
             table.args.get("db") or table.args.get("catalog"):
         raise query.error("the window clause must follow the stream in FROM: FROM stream [WINDOW ...]",
                           clause.source.start, clause.source.end)
-    for key, what in (("joins", "a JOIN"), ("laterals", "LATERAL VIEW"), ("order", "ORDER BY"),
+    for arg, what in (("joins", "a JOIN"), ("laterals", "LATERAL VIEW"), ("order", "ORDER BY"),
                       ("limit", "LIMIT"), ("offset", "OFFSET"), ("qualify", "QUALIFY"), ("with_", "WITH"),
                       ("windows", "a WINDOW clause"), ("distinct", "SELECT DISTINCT"), ("sort", "SORT BY"),
                       ("cluster", "CLUSTER BY"), ("distribute", "DISTRIBUTE BY")):
-        value = tree.args.get(key)
+        value = tree.args.get(arg)
         if value:
             node = value[0] if isinstance(value, list) else value
             node = node.this if isinstance(node, exp.Join) else node
@@ -152,8 +152,8 @@ def analyze_window(query: Fragment, clause: WindowClause) -> WindowQuery:
         if node is not tree:
             raise partial.error("a subquery is not supported in a sliding-window query", node)
     alias = table.alias or None
-    items: list[exp.Expression] = []
-    aliases: dict[str, exp.Expression] = {}
+    items: list[exp.Expr] = []
+    aliases: dict[str, exp.Expr] = {}
     for item in tree.expressions:
         if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
             raise partial.error("SELECT * is not supported in a sliding-window query; list the group "
@@ -162,7 +162,7 @@ def analyze_window(query: Fragment, clause: WindowClause) -> WindowQuery:
         items.append(inner)
         if isinstance(item, exp.Alias):
             aliases[item.alias.lower()] = inner
-    keys: list[exp.Expression] = []
+    keys: list[exp.Expr] = []
     group = tree.args.get("group")
     for key in (group.expressions if group else []):
         if isinstance(key, exp.Literal) and key.is_int and 1 <= int(key.this) <= len(items):
@@ -195,14 +195,14 @@ def analyze_window(query: Fragment, clause: WindowClause) -> WindowQuery:
     return query_
 
 
-def _ancestors(node: exp.Expression, root: exp.Expression):
+def _ancestors(node: exp.Expr, root: exp.Expr):
     parent = node.parent
     while parent is not None and parent is not root.parent:
         yield parent
         parent = parent.parent
 
 
-def _check_grouped(query: WindowQuery, node: exp.Expression, keys: set[str], aliases: set[str]) -> None:
+def _check_grouped(query: WindowQuery, node: exp.Expr, keys: set[str], aliases: set[str]) -> None:
     """Every column outside aggregates must be (part of) a GROUP BY expression."""
     if isinstance(node, exp.AggFunc) or normalized(node) in keys:
         return

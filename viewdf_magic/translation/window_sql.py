@@ -322,7 +322,7 @@ class WindowTranslation:
                 "max": f"__mx{index}",
                 "min": f"__mn{index}"}[aggregate.kind]
 
-    def _rewrite(self, node: exp.Expression, having: bool = False) -> str:
+    def _rewrite(self, node: exp.Expr, having: bool = False) -> str:
         """A SELECT or HAVING expression over the combined state columns."""
         aggregates = {normalized(a.node): self._replacement(a) for a in self.aggregates}
         keys = {normalized(k): f"__k{n}" for n, k in enumerate(self.query.keys)}
@@ -332,7 +332,7 @@ class WindowTranslation:
                 if isinstance(select, exp.Alias):
                     aliases[select.alias.lower()] = item
 
-        def replace(child: exp.Expression) -> exp.Expression:
+        def replace(child: exp.Expr) -> exp.Expr:
             form = normalized(child)
             if isinstance(child, exp.AggFunc) and form in aggregates:
                 return exp.Paren(this=sqlglot.parse_one(aggregates[form], read="spark"))
