@@ -432,6 +432,9 @@ def parent_cpu(spark) -> float:
     return used
 
 
+AIMS = ["ingest", "maintenance", "maintenance", "acknowledged", "anywhere"]
+
+
 def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int = 0,
                log: Callable[[str], None] = print) -> Counts:
     """Kill ``kills`` workers at random moments; after each, reopen and check the warehouse; at the end
@@ -439,7 +442,7 @@ def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int 
 
     The first kill lands while the first worker creates the window view or the pattern view (each is
     published with its helper views in one log entry), the second while the next one creates the rest.
-    After that each kill picks one of four aims (maintenance with odds 2/5, the others 1/5 each):
+    After that each kill takes the next of four aims from shuffled rounds of five (maintenance twice):
     during the ingest (a uniform time after BEGIN, up to 1.2 times the usual time to the batch's
     commit: its Spark jobs, its data files, its log entry); during maintenance (a uniform time after
     COMMITTED, up to the usual time to ACK: the cascade, a late-data repair); after an acknowledgement
@@ -458,6 +461,7 @@ def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int 
     checked: set[tuple[str, ...]] = set()
     first = 0
     warehouse = None
+    aims: list[str] = []
     to_commit, to_ack = [4.0], [8.0]     # seconds from BEGIN to COMMITTED and from COMMITTED to ACK
 
     def make(name: str):
@@ -483,8 +487,12 @@ def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int 
             if counts.kills + 1 < kills:
                 spare = Worker(path, seed, root / "worker-stderr.txt", archive)    # boots while this one works
             missing = [name for name, _ in OBJECTS if warehouse is None or warehouse.catalog.get(name) is None]
-            aim = "views" if counts.kills < 2 and missing else \
-                rng.choice(["ingest", "maintenance", "maintenance", "acknowledged", "anywhere"])
+            if counts.kills < 2 and missing:
+                aim = "views"
+            else:
+                if not aims:                # a shuffled round of the aims: a short run still meets each
+                    aims = rng.sample(AIMS, len(AIMS))
+                aim = aims.pop()
             if aim == "views":              # kill a worker while it creates a view
                 worker.wait_for("CREATE Recent" if warehouse is None else "CREATE", timeout=300)
                 delay = rng.uniform(0.0, 1.5)

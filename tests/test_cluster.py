@@ -1,6 +1,6 @@
 """The deployment scenario on a real Spark standalone cluster (a master and two one-core workers,
 separate processes on localhost) gives exactly what it gives in local mode, and its tasks ran on
-both workers' executors.
+both workers' executors. CI runs the scenario's short form; ``./run stress`` the full one.
 
 The cluster's driver runs in a child process: this process already holds the local SparkContext."""
 
@@ -28,13 +28,14 @@ def cluster(tmp_path_factory):
         yield running
 
 
-def test_scenario_on_standalone_cluster_equals_local_mode(spark, cluster, tmp_path):
+@pytest.mark.parametrize("smoke", [True, pytest.param(False, marks=pytest.mark.stress)], ids=["smoke", "full"])
+def test_scenario_on_standalone_cluster_equals_local_mode(spark, cluster, tmp_path, smoke):
     env = dict(os.environ, PYSPARK_PYTHON=sys.executable, SPARK_LOCAL_IP=HOST)
     child = subprocess.Popen([sys.executable, str(TESTS / "deployment_scenario.py"), "--master", cluster.master_url,
-                              str(tmp_path / "cluster")], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env=env)
+                              *(["--smoke"] if smoke else []), str(tmp_path / "cluster")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
-        local = run_scenario(spark, str(tmp_path / "local"))      # meanwhile, in this process
+        local = run_scenario(spark, str(tmp_path / "local"), smoke=smoke)      # meanwhile, in this process
         out, err = child.communicate(timeout=600)
     finally:
         child.kill()
@@ -42,7 +43,8 @@ def test_scenario_on_standalone_cluster_equals_local_mode(spark, cluster, tmp_pa
     assert child.returncode == 0, err[-4000:]
     assert json.loads(out.splitlines()[-1]) == local
 
-    [app] = [a for a in cluster.status()["completedapps"] if a["name"] == APP_NAME]
+    assert local["repaired"] > 0 and local["late"]
+    [app] = [a for a in cluster.status()["completedapps"] if a["name"] == APP_NAME][-1:]
     assert (app["state"], app["cores"]) == ("FINISHED", 2)
     for index in range(2):       # each worker launched an executor for the app, and it ran tasks
         [log] = (cluster.worker_dir(index) / app["id"]).glob("*/stderr")
