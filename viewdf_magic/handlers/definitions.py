@@ -12,9 +12,7 @@ from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
 
 from ..catalog.actions import Create, Options
 from ..catalog.model import CATALOG_VIEW, ObjectDef
-from ..engine.pattern_views import PatternViewPlan, plan_pattern_view
-from ..engine.window_views import WindowViewPlan, plan_window_view
-from ..translation.pattern_query import find_pattern
+from ..engine.query_views import plan_query_view
 from ..engine.conform import stream_schema_check
 from ..errors import ViewDFError
 from ..wording import agreeing, plural
@@ -200,12 +198,7 @@ def _define_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView
         return _created(engine, statement, definition.name, f"PARTITION LENGTH {definition.partition_length}",
                              steps)
     _check_new_name(engine, statement, statement.name)
-    clause = find_pattern(statement.query)
-    plan: PatternViewPlan | WindowViewPlan
-    if clause is not None:
-        plan = plan_pattern_view(statement, clause, engine.catalog, engine.spark)
-    else:
-        plan = plan_window_view(statement, engine.catalog, engine.maintainer.definer)
+    plan = plan_query_view(statement, engine.catalog, engine.spark, engine.maintainer.definer)
     steps = _publish(engine, plan.statements(engine.catalog))
     return _created(engine, statement, statement.name.text, plan.description, steps)
 
