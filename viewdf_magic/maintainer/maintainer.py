@@ -91,7 +91,7 @@ class Maintainer:
         self.fused_parts = True             # write a view's projection parts in its source's job
         self.ranges = RangeRunner(catalog, store, self.runner)
         self._range_plans: dict[str, tuple[CompiledView, RangePlan]] = {}
-        self._range_failed: set[str] = set()   # views whose range step Spark could not run (this session)
+        self._range_failed: dict[str, str] = {}   # views whose range step Spark could not run (this session): why
         self.fuser = Fuser(catalog, self.timeline, self.compiled)
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
@@ -104,7 +104,7 @@ class Maintainer:
     def forget(self, definition: ObjectDef) -> None:
         self._compiled.pop(definition.key, None)
         self._range_plans.pop(definition.key, None)
-        self._range_failed.discard(definition.key)
+        self._range_failed.pop(definition.key, None)
 
     # -- readiness -----------------------------------------------------------------------
     def pending_step(self, definition: ObjectDef) -> PendingStep | None:
@@ -218,10 +218,19 @@ class Maintainer:
                                                                       run[-1].subscript, barred)
                 try:
                     return self.compute_range(ranged, run, fusions)
-                except RangeFailed:      # computed part by part below, which reports the error in place
-                    self._range_failed.add(step.view.key)
+                except RangeFailed as failed:      # computed part by part below, which reports any error in place
+                    self._range_failed[step.view.key] = str(failed).split("\n")[0]
         fusions = [] if barred is None else self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
         return self.compute(step, plan, fusions=fusions)
+
+    def range_summary(self, definition: ObjectDef) -> str:
+        """EXPLAIN VIEW's sentence on how runs of the view's parts are computed."""
+        summary = self.range_plan(definition).describe(definition.name)
+        failed = self._range_failed.get(definition.key)
+        if failed is not None:
+            summary += (f" This session, Spark could not run its range step ({failed}), so its parts are computed "
+                        f"one at a time until the warehouse is opened again.")
+        return summary
 
     def range_plan(self, definition: ObjectDef) -> RangePlan:
         """How runs of ``definition``'s parts are computed (analysed once per definition)."""

@@ -43,7 +43,7 @@ from .timeline import ResolvedRef, existing
 from .views import CompiledView
 
 RANGE_ROWS = 2_000_000      # input rows (counted once per part that reads them) one range step may read
-RANGE_PARTS = 2_000         # parts one range step may write (one catalog entry, one folder each)
+RANGE_PARTS = 10_000        # parts one range step may write (one catalog entry; a year of hourly parts)
 MAX_OFFSET = 2 ** 53        # |c| of X[j+c] a range step handles (part numbers stay exact 64-bit integers)
 
 
