@@ -75,9 +75,9 @@ def _equal(spark: SparkSession, run: Run, files: PartFiles, windows: Windows) ->
 
 def run_benchmark(spark: SparkSession, config: NexmarkConfig, windows: Windows, queries: list[str],
                   systems: list[str], folder: str, flink_parallelism: int = 2, warmup: int = 2,
-                  check: bool = True) -> list[Figures]:
+                  check: bool = True) -> tuple[list[Figures], list[Run]]:
     """Generate ``config``'s events as parts under ``folder``, run every query in every system, check
-    the rows, and return the figures."""
+    the rows; the figures, and the runs with their seconds per part."""
     started = time.perf_counter()
     files = write_parts(config, os.path.join(folder, "parts"), windows.part_seconds)
     events = _events_per_part(files)
@@ -102,7 +102,7 @@ def run_benchmark(spark: SparkSession, config: NexmarkConfig, windows: Windows, 
         measured = figures(run, events, files.subscripts, period, windows.closing_offset(run.query), warmup)
         equal = _equal(spark, run, files, windows) if check else None
         results.append(Figures(**{**asdict(measured), "equal": equal}))
-    return results
+    return results, runs
 
 
 def main() -> None:
@@ -133,8 +133,8 @@ def main() -> None:
     folder = arguments.workdir or tempfile.mkdtemp(prefix="viewdf-nexmark-")
     load = os.getloadavg()[0]
     try:
-        results = run_benchmark(spark, config, windows, arguments.queries, systems, folder,
-                                arguments.flink_parallelism, arguments.warmup, not arguments.no_check)
+        results, runs = run_benchmark(spark, config, windows, arguments.queries, systems, folder,
+                                      arguments.flink_parallelism, arguments.warmup, not arguments.no_check)
     finally:
         if not arguments.workdir:
             shutil.rmtree(folder, ignore_errors=True)
@@ -144,7 +144,9 @@ def main() -> None:
         with open(arguments.json, "w") as handle:
             json.dump({"events": arguments.events, "rate": arguments.rate, "part_seconds": arguments.part_seconds,
                        "window": arguments.window, "slide": arguments.slide,
-                       "figures": [asdict(f) for f in results]}, handle, indent=1)
+                       "figures": [asdict(f) for f in results],
+                       "runs": [{key: value for key, value in asdict(run).items() if key != "rows"} for run in runs]},
+                      handle, indent=1)
     if arguments.plot:
         plot(results, arguments.plot, f"Nexmark, {arguments.events:,} events, parts of {arguments.part_seconds} s")
 

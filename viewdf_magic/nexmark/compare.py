@@ -96,12 +96,6 @@ def _texts(like: DataFrame) -> StructType:
     return StructType([StructField(f"c{index}", StringType()) for index in range(len(like.columns))])
 
 
-def text_frame(spark: SparkSession, rows: list[list[object]], like: DataFrame) -> DataFrame:
-    """Canonical rows (canonical.py) as a frame of ``like``'s columns and types."""
-    texts = [[None if value is None else str(value) for value in row] for row in rows]
-    return conform(spark.createDataFrame(texts, _texts(like)), like)
-
-
 def csv_frame(spark: SparkSession, folder: str, like: DataFrame) -> DataFrame:
     """CSV files without a header (Flink's filesystem sink) as a frame of ``like``'s columns and types."""
     return conform(spark.read.schema(_texts(like)).csv(folder), like)

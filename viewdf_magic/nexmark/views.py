@@ -64,8 +64,7 @@ def _q3() -> list[str]:
     return [
         _viewdf("q3_sellers", "SELECT id, name, city, state FROM person[{j}] WHERE state IN ('OR', 'ID', 'CA')"),
         _viewdf("q3_auctions", "SELECT id, seller FROM auction[{j}] WHERE category = 10"),
-        f"CREATE VIEW q3 AS\nINITIALIZE q3[i] AS {pair.format(a='i', p='i')}\n"
-        f"UPDATE q3[j] AS {pair.format(a='j', p='.. j')}\n  UNION ALL {pair.format(a='.. j-1', p='j')};",
+        _viewdf("q3", f"{pair.format(a='{j}', p='.. {j}')}\n  UNION ALL {pair.format(a='.. {j}-1', p='{j}')}"),
     ]
 
 
