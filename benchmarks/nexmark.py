@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -91,8 +92,12 @@ def run_benchmark(spark: SparkSession, config: NexmarkConfig, windows: Windows, 
             _say(f"{query} {system}: {time.perf_counter() - started:.1f} s")
     if "flink" in systems:
         started = time.perf_counter()
-        runs += run_flink(files, queries, windows, os.path.join(folder, "flink"), flink_parallelism)
-        _say(f"flink: {time.perf_counter() - started:.1f} s")
+        try:
+            runs += run_flink(files, queries, windows, os.path.join(folder, "flink"), flink_parallelism)
+        except subprocess.CalledProcessError as failure:    # e.g. out of memory: report it, keep the rest
+            _say(f"flink failed after {time.perf_counter() - started:.1f} s:\n{failure.stderr[-2000:]}")
+        else:
+            _say(f"flink: {time.perf_counter() - started:.1f} s")
     if check:
         for stream in STREAMS:
             spark.read.parquet(files.stream_folder(stream)).createOrReplaceTempView(stream)

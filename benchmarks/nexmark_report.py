@@ -4,13 +4,13 @@ medians over the view's parts; a table and a plot.
 A view part of q5 spans slide / part stream parts, of q7 and q8 window / part; a *cycle* is as many
 stream parts, ending with the one whose arrival makes the view part (the last of its span; for q7 the
 first, the part after the window it holds), and its seconds are theirs added up. Per cycle,
-throughput is its events over its seconds, divided by the cores
-the system used (2 for local[2], Flink's parallelism); the latency of one part is the seconds of the
-cycle's last part: the ingest of that part and the maintenance that makes the view part
-(ViewDF), the micro-batch (Structured Streaming), the recomputation (naive). The first ``warmup``
-cycles are left out. Flink runs one job over all parts: its throughput is the events over the job's
-seconds less those of the same job over no events (planning, deployment, start-up), and its
-latency of one part is derived from that, not measured.
+throughput is its events over its seconds, divided by the cores the system used (2 for local[2],
+Flink's parallelism); the latency of one part is the seconds of the cycle's last part: the ingest
+of that part and the maintenance that makes the view part (ViewDF), the micro-batch (Structured
+Streaming), the recomputation (naive). The first ``warmup`` cycles are left out. Flink runs one job
+over all parts: its throughput is the events over the job's seconds less those of the same job over
+no events (planning, deployment, start-up), and its latency of one part is derived from that (a
+stream part's events at that rate), not measured.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def figures(run: Run, events: list[int], subscripts: tuple[int, ...], period: in
     """``run``'s figures, given the events of each part, the parts per cycle and the offset of the
     part that closes a cycle."""
     if run.job_seconds is not None:
-        return _flink_figures(run, events, subscripts, period, offset)
+        return _flink_figures(run, events)
     seconds = _cycles(run.part_seconds, subscripts, period, offset, warmup)
     counts = _cycles([float(e) for e in events], subscripts, period, offset, warmup)
     if not seconds:
@@ -62,16 +62,17 @@ def figures(run: Run, events: list[int], subscripts: tuple[int, ...], period: in
                    statistics.median(s[-1] for s in ingest) if ingest else None, len(seconds))
 
 
-def _flink_figures(run: Run, events: list[int], subscripts: tuple[int, ...], period: int, offset: int) -> Figures:
+def _flink_figures(run: Run, events: list[int]) -> Figures:
     """Throughput over the job's seconds less the empty job's; none when that difference is under a
-    quarter of the job (the input is too small to time against the fixed cost)."""
+    quarter of the job (the input is too small to time against the fixed cost). The latency of one
+    part: a stream part's events (the median) at that throughput."""
     assert run.job_seconds is not None and run.empty_job_seconds is not None
     net = run.job_seconds - run.empty_job_seconds
     if net < run.job_seconds / 4:
         return Figures(run.system, run.query, run.cores, None, None, None, 1)
     per_core = sum(events) / net / run.cores
-    cycle = statistics.median(sum(c) for c in _cycles([float(e) for e in events], subscripts, period, offset, 0))
-    return Figures(run.system, run.query, run.cores, per_core, cycle / (per_core * run.cores), None, 1)
+    return Figures(run.system, run.query, run.cores, per_core, statistics.median(events) / (per_core * run.cores),
+                   None, 1)
 
 
 def _number(value: float | None, digits: int = 2) -> str:
