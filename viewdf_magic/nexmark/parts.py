@@ -6,6 +6,7 @@ part)."""
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -57,7 +58,9 @@ def _complete_parts(config: NexmarkConfig, part_seconds: int) -> Iterator[tuple[
 
 
 def write_parts(config: NexmarkConfig, folder: str | os.PathLike[str], part_seconds: int) -> PartFiles:
-    """Generate ``config``'s events and write them one Parquet file per stream and part."""
+    """Generate ``config``'s events and write them one Parquet file per stream and part. The files'
+    modification times increase a second per part: Structured Streaming's file source takes files in
+    that order, and files written within the same clock tick could otherwise come in any order."""
     folder = os.fspath(folder)
     for name in STREAMS:
         os.makedirs(os.path.join(folder, name), exist_ok=True)
@@ -70,4 +73,9 @@ def write_parts(config: NexmarkConfig, folder: str | os.PathLike[str], part_seco
                 table = tables[name] if missing == subscript else SCHEMAS[name].empty_table()
                 pq.write_table(table, files.path(name, missing))
             written.append(missing)
+    first = time.time_ns() - len(written) * 1_000_000_000
+    for index, subscript in enumerate(written):
+        for name in STREAMS:
+            stamp = first + index * 1_000_000_000
+            os.utime(files.path(name, subscript), ns=(stamp, stamp))
     return PartFiles(folder, part_seconds, tuple(written))
