@@ -95,24 +95,25 @@ class StreamingRun:
 
 
 class _CategoryAverages:
-    """q4's second aggregation, done in foreachBatch: the highest bid of every auction so far, and per
-    category ``sum DIV count`` of them (Flink's integer AVG) written to ``path`` after each batch."""
+    """q4's second aggregation, done in foreachBatch: the highest bid of every auction so far, per
+    category their sum and count, changed by the auctions each batch updates, and ``sum DIV count``
+    (Flink's integer AVG) written to ``path`` after each batch."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.finals: dict[int, tuple[int, int]] = {}
+        self.finals: dict[int, int] = {}
+        self.totals: dict[int, list[int]] = {}
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         for row in batch.collect():
-            self.finals[row["id"]] = (row["category"], row["final"])
-        totals: dict[int, list[int]] = {}
-        for category, final in self.finals.values():
-            total = totals.setdefault(category, [0, 0])
-            total[0] += final
-            total[1] += 1
-        categories = sorted(totals)
-        table = pa.table({"category": pa.array(categories, pa.int64()),
-                          "average_final": pa.array([totals[c][0] // totals[c][1] for c in categories], pa.int64())})
+            total = self.totals.setdefault(row["category"], [0, 0])
+            before = self.finals.get(row["id"])
+            total[0] += row["final"] - (before or 0)
+            total[1] += before is None
+            self.finals[row["id"]] = row["final"]
+        categories = sorted(self.totals)
+        table = pa.table({"category": pa.array(categories, pa.int64()), "average_final": pa.array(
+            [self.totals[c][0] // self.totals[c][1] for c in categories], pa.int64())})
         os.makedirs(self.path, exist_ok=True)
         pq.write_table(table, os.path.join(self.path, "part-00000.parquet"))
 
