@@ -25,7 +25,7 @@ from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import format_part, part_start
 from .execute import QueryRunner, explain_text
 from .fusion import Fuser, Fusion, embed
-from .ranges import RANGE_CLAUSE_PARTS, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
+from .ranges import RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline, check_retained, existing
 from .views import CompiledView, ViewDefiner, compile_existing
@@ -243,12 +243,12 @@ class Maintainer:
 
     def _ready_run(self, step: PendingStep, ranged: RangePlan, limit: int | None) -> list[PendingStep]:
         """The ready parts from ``step`` on that one range step computes: consecutive, each ready, at
-        most RANGE_PARTS (RANGE_CLAUSE_PARTS for a RANGE clause) and about RANGE_ROWS input rows."""
+        most RANGE_PARTS, about RANGE_ROWS input rows and, for a RANGE clause, RANGE_CLAUSE_WORK."""
         definition, view = step.view, self.compiled(step.view)
         horizon = self.timeline.horizon()
         assert ranged.query is not None and horizon is not None
-        most = RANGE_CLAUSE_PARTS if ranged.clause == "RANGE" else RANGE_PARTS
-        most = most if limit is None else min(limit, most)
+        most = RANGE_PARTS if limit is None else min(limit, RANGE_PARTS)
+        work = RANGE_CLAUSE_WORK if ranged.clause == "RANGE" else None
         run: list[PendingStep] = []
         rows = 0
         subscript = step.subscript
@@ -259,7 +259,7 @@ class Maintainer:
             if not all(self.timeline.available(ref, definition) for ref in refs):
                 break
             rows += input_rows(self.catalog, refs)
-            if run and rows > RANGE_ROWS:
+            if run and (rows > RANGE_ROWS or (work is not None and rows * (len(run) + 1) > work)):
                 break
             run.append(PendingStep(definition, subscript, ranged.how, ranged.query, refs, True))
             subscript += 1
