@@ -104,7 +104,7 @@ def compile_query(fragment: Fragment, lookup: Lookup, scope: Scope, variable: st
     """
     prefix = f"__vdf{next(_placeholder_ids)}_"
     allowed = {variable} if scope is not Scope.ADHOC and variable else {LATEST}
-    tokens = _fragment_tokens(fragment)
+    tokens = fragment_tokens(fragment)
     part_refs, replacements = _partition_references(fragment, tokens, lookup, allowed, scope,
                                                     defining, prefix)
     first_pass = RewrittenText(fragment, replacements)
@@ -115,7 +115,8 @@ def compile_query(fragment: Fragment, lookup: Lookup, scope: Scope, variable: st
     return CompiledQuery(rewritten, tuple(part_refs + bare_refs), variable, scope)
 
 
-def _fragment_tokens(fragment: Fragment) -> list[Token]:
+def fragment_tokens(fragment: Fragment) -> list[Token]:
+    """The tokens of a fragment, with offsets into the whole source."""
     tokens = tokenize(fragment.text)
     for token in tokens:
         token.start += fragment.start
@@ -208,11 +209,12 @@ def _subscripts(fragment: Fragment, open_token: Token, close_token: Token, inner
     return lower, upper
 
 
-def parse_query(rewritten: RewrittenText) -> exp.Expr:
-    """Parse a rewritten query with sqlglot (Spark dialect); errors point at the user's text."""
+def parse_query(rewritten: RewrittenText, dialect: str | type[ViewDFSpark] = ViewDFSpark) -> exp.Expr:
+    """Parse a rewritten query with sqlglot (Spark dialect, unless another is named); errors point at the
+    user's text."""
     text = rewritten.text
     try:
-        trees = [tree for tree in sqlglot.parse(text, read=ViewDFSpark) if tree is not None]
+        trees = [tree for tree in sqlglot.parse(text, read=dialect) if tree is not None]
     except ParseError as exc:
         detail = exc.errors[0] if exc.errors else {}
         offset = _offset(text, detail.get("line"), detail.get("col"), detail.get("highlight", ""))

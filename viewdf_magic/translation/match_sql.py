@@ -1,0 +1,332 @@
+"""The Helper and final ViewDFs of a MATCH_RECOGNIZE view.
+
+``<view>__helper`` keeps, per partition key, the matcher's state after each part (``st``) and the output
+rows of the matches that became final during the part (``out``); the final view explodes ``out``.
+A part's rows are folded in order (``aggregate``) with this state:
+
+* ``searches``: one per start row whose search is not decided yet, in start order, each a list of
+  threads in preference order (Pike's VM over ``match_pattern.automaton``), each thread a state and its
+  values (``match_state.Values``); ``found`` is the best match found so far from that start. A thread
+  that accepts drops every thread after it; threads with the same state and the same values the DEFINE
+  conditions read are merged (the first is preferred); WITHIN ends a search's threads at the first row
+  outside its window.
+* ``cursor``: the next start row the standard's search would try. A decided search at the cursor is
+  emitted (its match numbered ``matches + 1``) and the cursor moves by AFTER MATCH SKIP; searches that
+  start before the cursor are dropped. ``n`` counts the partition's rows, ``recent`` keeps the rows
+  PREV reaches back to.
+
+A match is emitted as soon as no later row can change it or a match before it, so the union of the
+parts is the standard's result over the whole stream minus what is still open at its end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..language.tokens import quote_name
+from .match_pattern import ACCEPT, Automaton
+from .match_query import MatchQuery
+from .match_state import Current, Slot, Values
+from .match_terms import Template
+from .viewdf_text import viewdf_text
+
+
+STATE = ("n", "cursor", "matches", "recent", "searches")     # the fields of a partition's state
+
+
+def _let(value: str, name: str, body: str) -> str:
+    """``body`` with ``name`` bound to ``value`` (evaluated once)."""
+    return f"transform(array({value}), {name} -> {body})[0]"
+
+
+def _struct(fields: list[tuple[str, str]]) -> str:
+    return "named_struct(" + ", ".join(f"'{name}', {value}" for name, value in fields) + ")"
+
+
+@dataclass
+class MatchTranslation:
+    """A checked MATCH_RECOGNIZE query and everything its ViewDFs are generated from."""
+
+    name: str
+    query: MatchQuery
+    automaton: Automaton
+    stream: str
+    partition_length: int
+    columns: list[tuple[str, str]]           # the stream's columns (name, type), ORDER BY columns first
+    keys: list[str]                          # PARTITION BY columns
+    order: list[str]                         # ORDER BY columns
+    defines: dict[str, Template]
+    measures: list[tuple[str, Template, bool]]   # (name, template, FINAL)
+    values: Values
+    output: list[tuple[str, str]]            # the matches' columns after the keys (name, type)
+    recompute: str                           # the final view's RECOMPUTE query
+
+    @property
+    def helper(self) -> str:
+        return f"{quote_name(self.name)}__helper"
+
+    # -- types --------------------------------------------------------------------------------------------
+    @property
+    def event_type(self) -> str:
+        return "struct<" + ",".join(f"{quote_name(name)}:{kind}" for name, kind in self.columns) + ">"
+
+    @property
+    def thread_type(self) -> str:
+        return f"struct<q:int,a:{self.values.struct_type()}>"
+
+    @property
+    def search_type(self) -> str:
+        return f"struct<start:bigint,t0:bigint,th:array<{self.thread_type}>,found:{self.thread_type}>"
+
+    @property
+    def out_type(self) -> str:
+        return "array<struct<" + ",".join(f"{quote_name(n)}:{t}" for n, t in self.output) + ">>"
+
+    def _empty(self, kind: str) -> str:
+        return f"CAST(array() AS array<{kind}>)"
+
+    # -- one row ------------------------------------------------------------------------------------------
+    def _define(self, variable: str, values: str, current: Current) -> str:
+        template = self.defines.get(variable)
+        if template is None:
+            return "true"
+        return f"coalesce({template.render(lambda term: self.values.read(term, values, current))}, false)"
+
+    def _moves(self, thread: str, row: str, pv: str, position: str) -> str:
+        """The threads ``thread`` becomes when ``row`` arrives: none if its variable's DEFINE is false."""
+        names = self.automaton.names
+        states = range(1, len(self.automaton.after) + 1)
+        index = f"element_at(array({', '.join(str(self.automaton.variable_index(q)) for q in states)}), {thread}.q)"
+        updates = " ".join(f"WHEN {i} THEN {self.values.update(f'{thread}.a', name, row, pv, position)}"
+                           for i, name in enumerate(names, 1))
+        tests = " ".join(f"WHEN {i} THEN {self._define(name, 'a2', Current(name, row, pv))}"
+                         for i, name in enumerate(names, 1))
+        successors = "array(" + ", ".join("array(" + ", ".join(map(str, after)) + ")"
+                                          for after in self.automaton.after) + ")"
+        moved = (f"IF(CASE {index} {tests} END, transform(element_at({successors}, {thread}.q), "
+                 f"c -> named_struct('q', c, 'a', a2)), {self._empty(self.thread_type)})")
+        return _let(f"CASE {index} {updates} END", "a2", moved)
+
+    def _key(self, thread: str) -> str:
+        slots = [f"{thread}.a.{self.values.field(slot)}" for slot in self.values.future]
+        return f"{thread}.q" if not slots else f"struct({thread}.q, {', '.join(slots)})"
+
+    def _merged(self, threads: str) -> str:
+        """``threads`` without a thread whose state and DEFINE-read values an earlier one has."""
+        same = f"{self._key('y')} <=> {self._key('x')}"
+        return (f"IF(size({threads}) < 2, {threads}, aggregate({threads}, {self._empty(self.thread_type)}, "
+                f"(kept, x) -> IF(exists(kept, y -> {same}), kept, concat(kept, array(x)))))")
+
+    def _advance(self, search: str, row: str, pv: str, position: str) -> str:
+        """A search after ``row``: its threads moved; the first ACCEPT becomes its match and cuts the rest."""
+        threads = f"{search}.th"
+        if self.query.within is not None:
+            timestamp = quote_name(self.order[0])
+            threads = (f"IF(unix_micros({row}.{timestamp}) - {search}.t0 >= {self.query.within}, "
+                       f"{self._empty(self.thread_type)}, {threads})")
+        moved = f"flatten(transform({threads}, t -> {self._moves('t', row, pv, position)}))"
+        accepted = "CAST(array_position(transform(mv, z -> z.q), 0) AS int)"
+        kept = _struct([("start", f"{search}.start"), ("t0", f"{search}.t0"), ("th", self._merged("live")),
+                        ("found", f"IF(k > 0, element_at(mv, k), {search}.found)")])
+        return _let(moved, "mv", _let(accepted, "k", _let("IF(k > 0, slice(mv, 1, k - 1), mv)", "live", kept)))
+
+    def _fresh(self, row: str, position: str) -> str:
+        """The search starting at ``row``, before it takes the row."""
+        zero = self.values.zero()
+        starts = [q for q in self.automaton.start if q != ACCEPT]
+        threads = ("array(" + ", ".join(f"named_struct('q', {q}, 'a', {zero})" for q in starts) + ")"
+                   if starts else self._empty(self.thread_type))
+        found = f"named_struct('q', 0, 'a', {zero})" if ACCEPT in self.automaton.start else \
+            f"CAST(NULL AS {self.thread_type})"
+        timestamp = quote_name(self.order[0])
+        return _struct([("start", position), ("t0", f"unix_micros({row}.{timestamp})"), ("th", threads),
+                        ("found", found)])
+
+    def _next_start(self, search: str) -> str:
+        """Where the search after a match from ``search`` starts (AFTER MATCH SKIP)."""
+        skip = self.query.skip
+        start = f"{search}.start"
+        if skip.kind == "TO NEXT ROW":
+            return f"{start} + 1"
+        if skip.kind == "PAST LAST ROW":
+            last = self.values.field(position_slot("lpos", None))
+            return f"coalesce({search}.found.a.{last} + 1, {start} + 1)"
+        slot = position_slot("fpos" if skip.kind == "TO FIRST" else "lpos", skip.variable)
+        target = f"{search}.found.a.{self.values.field(slot)}"
+        words = f"AFTER MATCH SKIP {skip.kind} {skip.variable}"
+        return (f"CASE WHEN {target} IS NULL THEN raise_error('{words}: no row of the match is mapped to "
+                f"{skip.variable}') WHEN {target} = {start} THEN raise_error('{words} would resume at the match''s "
+                f"first row') ELSE {target} END")
+
+    def _emitted(self, search: str, number: str) -> str:
+        """The output rows of the match found by ``search``, numbered ``number``."""
+        values = f"{search}.found.a"
+        fields = [(name, template.render(lambda term: self.values.read(term, values, match_number=number)))
+                  for name, template, _ in self.measures]
+        return f"array({_struct(fields)})"
+
+    def _pass(self, scan: str, search: str) -> str:
+        """One search of the decision pass: emit decided searches from the cursor on, in start order."""
+        kept = f"concat({scan}.kept, array({search}))"
+        fields = ["cursor", "blocked", "matches", "kept", "out"]
+
+        def moved(**changed: str) -> str:
+            return _struct([(f, changed.get(f, f"{scan}.{f}")) for f in fields])
+        number = f"{scan}.matches + 1"
+        emitted = moved(cursor=self._next_start(search), matches=number,
+                        out=f"concat({scan}.out, {self._emitted(search, number)})")
+        return (f"CASE WHEN {scan}.blocked THEN IF(size({search}.th) > 0 OR {search}.found IS NOT NULL, "
+                f"{moved(kept=kept)}, {scan}) "
+                f"WHEN {search}.start < {scan}.cursor THEN {scan} "
+                f"WHEN size({search}.th) > 0 THEN {moved(cursor=f'{search}.start', blocked='true', kept=kept)} "
+                f"WHEN {search}.found IS NULL THEN {scan} "
+                f"ELSE {emitted} END")
+
+    def step(self, acc: str, row: str) -> str:
+        """The fold's state after ``row``."""
+        position = f"{acc}.n"
+        depth = self.values.depth
+        searches = (f"transform(concat({acc}.searches, array({self._fresh(row, position)})), "
+                    f"s -> {self._advance('s', row, 'pv', position)})")
+        start = _struct([("cursor", f"{acc}.cursor"), ("blocked", "false"), ("matches", f"{acc}.matches"),
+                         ("kept", self._empty(self.search_type)), ("out", f"{acc}.out")])
+        decided = f"aggregate(sx, {start}, (sc, sr) -> {self._pass('sc', 'sr')})"
+        recent = f"{acc}.recent" if depth == 0 else \
+            f"slice(concat({acc}.recent, array({row})), IF(size({acc}.recent) >= {depth}, 2, 1), {depth})"
+        after = _struct([("n", f"{position} + 1"),
+                         ("cursor", f"IF(ps.blocked, ps.cursor, greatest(ps.cursor, {position} + 1))"),
+                         ("matches", "ps.matches"), ("recent", recent), ("searches", "ps.kept"), ("out", "ps.out")])
+        # most rows neither continue a search nor start one: they only move the cursor past themselves
+        idle = _struct([("n", f"{position} + 1"), ("cursor", f"{position} + 1"), ("matches", f"{acc}.matches"),
+                        ("recent", recent), ("searches", f"{acc}.searches"), ("out", f"{acc}.out")])
+        full = _let(searches, "sx", _let(decided, "ps", after))
+        return _let(self.values.pv_sql(f"{acc}.recent"), "pv",
+                    f"IF(size({acc}.searches) = 0 AND NOT ({self._can_start(row, 'pv', position)}), {idle}, {full})")
+
+    def _can_start(self, row: str, pv: str, position: str) -> str:
+        """Whether a search from ``row`` outlives the row: some variable a match can start with takes it."""
+        if ACCEPT in self.automaton.start:
+            return "true"
+        starting = dict.fromkeys(self.automaton.state_variables[q - 1] for q in self.automaton.start)
+        zero = self.values.zero()
+        return " OR ".join(
+            self._define(name, f"({self.values.update(zero, name, row, pv, position)})", Current(name, row, pv))
+            for name in starting)
+
+    # -- parts ----------------------------------------------------------------------------------------------
+    @property
+    def state_type(self) -> str:
+        return (f"struct<n:bigint,cursor:bigint,matches:bigint,recent:array<{self.event_type}>,"
+                f"searches:array<{self.search_type}>>")
+
+    def _initial(self) -> str:
+        return (f"CAST(named_struct('n', 0, 'cursor', 0, 'matches', 0, 'recent', array(), 'searches', array()) "
+                f"AS {self.state_type})")
+
+    def _same_keys(self, left: str, right: str) -> str:
+        return " AND ".join(f"{left}.{quote_name(k)} <=> {right}.{quote_name(k)}" for k in self.keys) or "true"
+
+    @property
+    def keeps_every_partition(self) -> bool:
+        """Whether a partition's state matters without live searches: MATCH_NUMBER() counts every match,
+        PREV reaches back across them."""
+        numbered = any("MATCH_NUMBER" in str(t.terms) for _, t, _ in self.measures)
+        return numbered or self.values.depth > 0
+
+    def _fold(self, events: str, state: str) -> str:
+        """The state and ``out`` after the rows ``events`` (an array), from ``state``."""
+        begin = _struct([(f, f"{state}.{f}") for f in STATE] + [("out", f"CAST(array() AS {self.out_type})")])
+        return f"aggregate({events}, {begin}, (acc, ev) -> {self.step('acc', 'ev')})"
+
+    def _kept(self, state: str, out: str) -> str:
+        """Whether a partition's row is stored: it has undecided searches or output, or every one is kept."""
+        return "true" if self.keeps_every_partition else f"size({state}.searches) > 0 OR size({out}) > 0"
+
+    def _events(self, part: str, extra: str = "") -> list[str]:
+        """The CTE of the stream's rows as structs (``e``), sorted by ORDER BY, then the other columns."""
+        event = "struct(" + ", ".join(quote_name(name) for name, _ in self.columns) + ")"
+        return [f"WITH events AS (SELECT {self._key_list}{event} AS e{extra} FROM {quote_name(self.stream)}[{part}])"]
+
+    @property
+    def _key_list(self) -> str:
+        return "".join(f"{quote_name(k)}, " for k in self.keys)
+
+    def _joined(self, rows: str, column: str, empty: str) -> str:
+        """The CTE of each partition's ``column`` from ``rows`` joined with its state in Helper[j-1]."""
+        merged = "".join(f"coalesce(l.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}, " for k in self.keys)
+        return (f", joined AS (SELECT {merged}coalesce(l.{column}, {empty}) AS {column}, h.st IS NOT NULL AS known, "
+                f"coalesce(h.st, {self._initial()}) AS st FROM {rows} AS l FULL OUTER JOIN {self.helper}[j-1] AS h "
+                f"ON {self._same_keys('l', 'h')})")
+
+    def helper_query(self, part: str, previous: bool) -> str:
+        """Helper[part] from the stream's part and, when ``previous``, Helper[j-1] (UPDATE)."""
+        key_list = self._key_list
+        group = f" GROUP BY {', '.join(quote_name(k) for k in self.keys)}" if self.keys else ""
+        lines = self._events(part) + [f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events{group})"]
+        if previous:
+            lines.append(self._joined("live", "evs", f"CAST(array() AS array<{self.event_type}>)"))
+        else:
+            lines.append(f", joined AS (SELECT {key_list}evs, {self._initial()} AS st FROM live)")
+        # LATERAL VIEW binds the fold once: a filter on it is not pushed below it as a copy
+        lines.append(f", folded AS (SELECT {key_list}f FROM joined LATERAL VIEW explode(array({self._fold('evs', 'st')})) AS f)")
+        state = _struct([(f, f"f.{f}") for f in STATE])
+        lines.append(f"SELECT {key_list}{state} AS st, f.out AS out FROM folded WHERE {self._kept('f', 'f.out')}")
+        return "\n".join(lines)
+
+    def helper_range_query(self) -> str:
+        """The Helper's RANGE clause (maintainer/ranges.py): a run of parts in one query. Each partition's rows are
+        grouped by part and folded part after part from its state in Helper[j-1] (the part before the run); the
+        state after each part with rows is stored with that part's output, and carried unchanged through the
+        parts without rows, exactly as UPDATE stores them one part at a time."""
+        key_list = self._key_list
+        keys = [quote_name(k) for k in self.keys]
+        group = f" GROUP BY {', '.join(keys)}" if keys else ""
+        part_type = f"struct<p:bigint,st:{self.state_type},out:{self.out_type}>"
+        lines = self._events("j", ", __vdf_j AS p")
+        lines.append(f", parts AS (SELECT {key_list}p, array_sort(collect_list(e)) AS evs FROM events GROUP BY {key_list}p)")
+        lines.append(f", seqs AS (SELECT {key_list}array_sort(collect_list(named_struct('p', p, 'evs', evs))) AS ps "
+                     f"FROM parts{group})")
+        lines.append(self._joined("seqs", "ps", f"CAST(array() AS array<struct<p:bigint,evs:array<{self.event_type}>>>)"))
+        after = _struct([(f, f"f.{f}") for f in STATE])
+        done = _struct([("p", "q.p"), ("st", after), ("out", "f.out")])
+        folded = _let(self._fold("q.evs", "sc.st"), "f", _struct([("st", after), ("out", f"concat(sc.out, array({done}))")]))
+        scan = f"aggregate(ps, named_struct('st', st, 'out', CAST(array() AS array<{part_type}>)), (sc, q) -> {folded})"
+        lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, sc.out AS done FROM joined "
+                     f"LATERAL VIEW explode(array({scan})) AS sc)")
+        beyond = "CAST(__vdf_last + 1 AS bigint)"
+        lines.append(f", segments AS (SELECT {key_list}o.p, o.st, o.out, coalesce(try_element_at(done, pos + 2).p, "
+                     f"{beyond}) AS next FROM scanned LATERAL VIEW posexplode(done) AS pos, o "
+                     f"UNION ALL SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, "
+                     f"CAST(array() AS {self.out_type}) AS out, coalesce(try_element_at(done, 1).p, {beyond}) AS next "
+                     f"FROM scanned WHERE known)")
+        # a part without rows keeps the state of the part before it, when that state is stored
+        carried = f"IF(next - 1 >= p + 1 AND ({self._kept('st', 'array()')}), sequence(p + 1, next - 1), array())"
+        lines.append(f", steps AS (SELECT {key_list}p, st, out FROM segments WHERE p >= __vdf_first "
+                     f"UNION ALL SELECT {key_list}c AS p, st, CAST(array() AS {self.out_type}) AS out FROM segments "
+                     f"LATERAL VIEW explode({carried}) AS c)")
+        lines.append(f"SELECT {key_list}st, out, p AS __vdf_part FROM steps WHERE {self._kept('st', 'out')}")
+        return "\n".join(lines)
+
+    def final_query(self, part: str) -> str:
+        """The final view's part: the user's query over the rows of the matches emitted in the part."""
+        keys = [f"{quote_name(k)}" for k in self.keys]
+        columns = keys + [f"o.{quote_name(name)} AS {quote_name(name)}" for name, _ in self.output]
+        rows = f"(SELECT {', '.join(columns)} FROM {self.helper}[{part}] LATERAL VIEW explode(out) AS o)"
+        return self.query.around(rows)
+
+    def helper_text(self) -> str:
+        helper = self.helper
+        return viewdf_text(helper, [(f"INITIALIZE {helper}[i]", self.helper_query("i", False)),
+                                    (f"UPDATE {helper}[j]", self.helper_query("j", True)),
+                                    (f"RANGE {helper}[j]", self.helper_range_query())], self.partition_length)
+
+    def final_text(self) -> str:
+        name = quote_name(self.name)
+        return viewdf_text(name, [(f"INITIALIZE {name}[i]", self.final_query("i")),
+                                  (f"UPDATE {name}[j]", self.final_query("j")),
+                                  (f"RECOMPUTE {name}[j]", self.recompute)], self.partition_length)
+
+
+def position_slot(kind: str, variable: str | None) -> Slot:
+    """The slot of a variable's first (``fpos``) or last (``lpos``) row position (None: any variable)."""
+    return Slot(kind, variable, None, 0)

@@ -1,0 +1,15 @@
+"""The text of a generated ViewDF: ``CREATE VIEW name AS`` its clauses, each query indented, and its partition
+length, ready for the statement parser."""
+
+from __future__ import annotations
+
+
+def viewdf_text(name: str, clauses: list[tuple[str, str]], partition_length: int) -> str:
+    """``CREATE VIEW name AS <CLAUSE> name[var] AS <query> ... PARTITION LENGTH n``; ``clauses`` are
+    (``INITIALIZE name[i]``-style heads, queries)."""
+    lines = [f"CREATE VIEW {name} AS"]
+    for head, query in clauses:
+        lines.append(f"{head} AS")
+        lines.extend("  " + line for line in query.split("\n"))
+    lines.append(f"PARTITION LENGTH {partition_length}")
+    return "\n".join(lines)
