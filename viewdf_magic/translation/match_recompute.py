@@ -22,7 +22,7 @@ from itertools import count
 from ..language.tokens import quote_name
 from ..timeparts import subscript_sql
 from .match_pattern import Alternation, Node, Repeat, Concat, Variable
-from .match_terms import Agg, Nav, Special, Template, Term, render_row
+from .match_terms import Agg, Nav, Output, Special, Template, Term, render_row
 
 VAR, SPLIT, JMP, MARK, CHECK, MATCH = range(1, 7)
 STEPS_PER_INSTRUCTION = 64
@@ -215,24 +215,34 @@ class Search:
                 f"'the batch search needs more than {budget} steps per row; simplify the pattern')))[0]")
 
 
-def recompute_sql(search: Search, measures: list[tuple[str, Template]], stream: str, partition_length: int,
+def recompute_sql(search: Search, outputs: list[Output], all_rows: bool, stream: str, partition_length: int,
                   timestamp: str, columns: list[str], keys: list[str], outer: Callable[[str], str]) -> str:
-    """RECOMPUTE V[j]: the matches that became final in part j, from the stream's history ``S[.. j]``."""
+    """RECOMPUTE V[j]: the matches that became final in part j, from the stream's history ``S[.. j]``; with
+    ALL ROWS PER MATCH a row per mapped row (the start row for an empty match), RUNNING measures over the
+    path up to it."""
     key_names = [quote_name(k) for k in keys]
     key_list = "".join(f"{k}, " for k in key_names)
     group = f" GROUP BY {', '.join(key_names)}" if keys else ""
     same = " AND ".join(f"c.{k} <=> s.{k}" for k in key_names) or "true"
     event = "struct(" + ", ".join(quote_name(c) for c in columns) + ")"
     part = subscript_sql(quote_name(timestamp), partition_length)
-    values = [f"{search.value(template, 'o.path', 'CAST(o.num AS bigint)')} AS {quote_name(name)}"
-              for name, template in measures]
+    number = "CAST(o.num AS bigint)"
+
+    def value(output: Output) -> str:
+        if output.template is None:
+            return f"element_at(R, x.i).e.{quote_name(output.name)}"
+        path = "o.path" if output.final or not all_rows else "slice(o.path, 1, k + 1)"
+        return search.value(output.template, path, number)
+    values = [f"{value(output)} AS {quote_name(output.name)}" for output in outputs]
+    rows = (" LATERAL VIEW posexplode(IF(size(o.path) = 0, array(named_struct('i', o.start, 'v', 0)), o.path)) "
+            "AS k, x" if all_rows else "")
     return "\n".join([
         f"WITH events AS (SELECT {key_list}named_struct('e', {event}, 'p', {part}) AS r FROM {quote_name(stream)}[.. j])",
         f", seqs AS (SELECT {key_list}array_sort(collect_list(r)) AS R FROM events{group})",
         f", ending AS (SELECT DISTINCT {key_list}1 AS one FROM {quote_name(stream)}[j])",
         f", searched AS (SELECT {key_list}R, o FROM (SELECT * FROM seqs AS s WHERE EXISTS (SELECT 1 FROM ending AS c "
         f"WHERE {same})) AS t LATERAL VIEW explode({search.matches()}) AS o)",
-        f", final AS (SELECT {key_list}{', '.join(values)} FROM searched "
+        f", final AS (SELECT {key_list}{', '.join(values)} FROM searched{rows} "
         f"WHERE element_at(R, o.seen).p = element_at(R, -1).p)",
         outer("(SELECT * FROM final)"),
     ])

@@ -27,7 +27,7 @@ from ..language.tokens import quote_name
 from .match_pattern import ACCEPT, Automaton
 from .match_query import MatchQuery
 from .match_state import Current, Slot, Values
-from .match_terms import Template
+from .match_terms import Output, Special, Template
 from .viewdf_text import viewdf_text
 
 
@@ -56,9 +56,8 @@ class MatchTranslation:
     keys: list[str]                          # PARTITION BY columns
     order: list[str]                         # ORDER BY columns
     defines: dict[str, Template]
-    measures: list[tuple[str, Template, bool]]   # (name, template, FINAL)
     values: Values
-    output: list[tuple[str, str]]            # the matches' columns after the keys (name, type)
+    outputs: list[Output]                    # the view's columns after the keys
     recompute: str                           # the final view's RECOMPUTE query
 
     @property
@@ -71,16 +70,29 @@ class MatchTranslation:
         return "struct<" + ",".join(f"{quote_name(name)}:{kind}" for name, kind in self.columns) + ">"
 
     @property
+    def all_rows(self) -> bool:
+        return self.query.all_rows
+
+    @property
+    def record_type(self) -> str:
+        """A mapped row, as ALL ROWS PER MATCH threads keep it: the row, its variable (index), position and
+        PREV values."""
+        pv = f",pv:{self.values.pv_type()}" if self.values.previous else ""
+        return f"struct<e:{self.event_type},v:int,pos:bigint{pv}>"
+
+    @property
     def thread_type(self) -> str:
-        return f"struct<q:int,a:{self.values.struct_type()}>"
+        records = f",recs:array<{self.record_type}>" if self.all_rows else ""
+        return f"struct<q:int,a:{self.values.struct_type()}{records}>"
 
     @property
     def search_type(self) -> str:
-        return f"struct<start:bigint,t0:bigint,th:array<{self.thread_type}>,found:{self.thread_type}>"
+        first = f",e0:{self.event_type}" if self.all_rows else ""     # the start row, shown by an empty match
+        return f"struct<start:bigint,t0:bigint{first},th:array<{self.thread_type}>,found:{self.thread_type}>"
 
     @property
     def out_type(self) -> str:
-        return "array<struct<" + ",".join(f"{quote_name(n)}:{t}" for n, t in self.output) + ">>"
+        return "array<struct<" + ",".join(f"{quote_name(o.name)}:{o.type}" for o in self.outputs) + ">>"
 
     def _empty(self, kind: str) -> str:
         return f"CAST(array() AS array<{kind}>)"
@@ -103,43 +115,49 @@ class MatchTranslation:
                          for i, name in enumerate(names, 1))
         successors = "array(" + ", ".join("array(" + ", ".join(map(str, after)) + ")"
                                           for after in self.automaton.after) + ")"
+        fields = [("q", "c"), ("a", "a2")]
+        if self.all_rows:
+            record = _struct([("e", row), ("v", index), ("pos", position)] + ([("pv", pv)] if self.values.previous else []))
+            fields.append(("recs", f"concat({thread}.recs, array({record}))"))
         moved = (f"IF(CASE {index} {tests} END, transform(element_at({successors}, {thread}.q), "
-                 f"c -> named_struct('q', c, 'a', a2)), {self._empty(self.thread_type)})")
+                 f"c -> {_struct(fields)}), {self._empty(self.thread_type)})")
         return _let(f"CASE {index} {updates} END", "a2", moved)
 
     def _key(self, thread: str) -> str:
         slots = [f"{thread}.a.{self.values.field(slot)}" for slot in self.values.future]
         return f"{thread}.q" if not slots else f"struct({thread}.q, {', '.join(slots)})"
 
-    def _merged(self, threads: str) -> str:
-        """``threads`` without a thread whose state and DEFINE-read values an earlier one has."""
-        same = f"{self._key('y')} <=> {self._key('x')}"
-        return (f"IF(size({threads}) < 2, {threads}, aggregate({threads}, {self._empty(self.thread_type)}, "
-                f"(kept, x) -> IF(exists(kept, y -> {same}), kept, concat(kept, array(x)))))")
-
     def _advance(self, search: str, row: str, pv: str, position: str) -> str:
-        """A search after ``row``: its threads moved; the first ACCEPT becomes its match and cuts the rest."""
+        """A search after ``row``: its threads moved, in order; the first ACCEPT becomes its match and cuts the
+        threads after it, and a thread whose state and DEFINE-read values an earlier thread has is dropped."""
         threads = f"{search}.th"
         if self.query.within is not None:
             timestamp = quote_name(self.order[0])
             threads = (f"IF(unix_micros({row}.{timestamp}) - {search}.t0 >= {self.query.within}, "
                        f"{self._empty(self.thread_type)}, {threads})")
         moved = f"flatten(transform({threads}, t -> {self._moves('t', row, pv, position)}))"
-        accepted = "CAST(array_position(transform(mv, z -> z.q), 0) AS int)"
-        kept = _struct([("start", f"{search}.start"), ("t0", f"{search}.t0"), ("th", self._merged("live")),
-                        ("found", f"IF(k > 0, element_at(mv, k), {search}.found)")])
-        return _let(moved, "mv", _let(accepted, "k", _let("IF(k > 0, slice(mv, 1, k - 1), mv)", "live", kept)))
+        begin = _struct([("th", self._empty(self.thread_type)), ("found", f"{search}.found"), ("cut", "false")])
+        same = f"{self._key('y')} <=> {self._key('x')}"
+        merge = (f"(c, x) -> CASE WHEN c.cut OR exists(c.th, y -> {same}) THEN c "
+                 f"WHEN x.q = 0 THEN named_struct('th', c.th, 'found', x, 'cut', true) "
+                 f"ELSE named_struct('th', concat(c.th, array(x)), 'found', c.found, 'cut', false) END")
+        kept = [("start", f"{search}.start"), ("t0", f"{search}.t0")] + \
+            ([("e0", f"{search}.e0")] if self.all_rows else []) + [("th", "c.th"), ("found", "c.found")]
+        finish = "c -> " + _struct(kept)
+        return f"aggregate({moved}, {begin}, {merge}, {finish})"
 
     def _fresh(self, row: str, position: str) -> str:
         """The search starting at ``row``, before it takes the row."""
         zero = self.values.zero()
+        records = [("recs", self._empty(self.record_type))] if self.all_rows else []
         starts = [q for q in self.automaton.start if q != ACCEPT]
-        threads = ("array(" + ", ".join(f"named_struct('q', {q}, 'a', {zero})" for q in starts) + ")"
+        threads = ("array(" + ", ".join(_struct([("q", str(q)), ("a", zero), *records]) for q in starts) + ")"
                    if starts else self._empty(self.thread_type))
-        found = f"named_struct('q', 0, 'a', {zero})" if ACCEPT in self.automaton.start else \
+        found = _struct([("q", "0"), ("a", zero), *records]) if ACCEPT in self.automaton.start else \
             f"CAST(NULL AS {self.thread_type})"
         timestamp = quote_name(self.order[0])
-        return _struct([("start", position), ("t0", f"unix_micros({row}.{timestamp})"), ("th", threads),
+        first = [("e0", row)] if self.all_rows else []
+        return _struct([("start", position), ("t0", f"unix_micros({row}.{timestamp})"), *first, ("th", threads),
                         ("found", found)])
 
     def _next_start(self, search: str) -> str:
@@ -158,12 +176,29 @@ class MatchTranslation:
                 f"{skip.variable}') WHEN {target} = {start} THEN raise_error('{words} would resume at the match''s "
                 f"first row') ELSE {target} END")
 
+    def _row(self, running: str, final: str, event: str | None, number: str) -> str:
+        """One output row: measures over the values ``running`` or (FINAL) ``final``, columns of ``event``."""
+        def value(output: Output) -> str:
+            if output.template is None:
+                return f"{event}.{quote_name(output.name)}"
+            values = final if output.final else running
+            return output.template.render(lambda term: self.values.read(term, values, match_number=number))
+        return _struct([(output.name, value(output)) for output in self.outputs])
+
     def _emitted(self, search: str, number: str) -> str:
-        """The output rows of the match found by ``search``, numbered ``number``."""
-        values = f"{search}.found.a"
-        fields = [(name, template.render(lambda term: self.values.read(term, values, match_number=number)))
-                  for name, template, _ in self.measures]
-        return f"array({_struct(fields)})"
+        """The output rows of the match found by ``search``, numbered ``number``: one, or (ALL ROWS PER MATCH)
+        one per mapped row, its RUNNING measures over the values up to it, found again by folding its rows."""
+        found = f"{search}.found"
+        if not self.all_rows:
+            return f"array({self._row(f'{found}.a', f'{found}.a', None, number)})"
+        updates = " ".join(f"WHEN {i} THEN {self.values.update('r.a', name, 'x.e', 'x.pv', 'x.pos')}"
+                           for i, name in enumerate(self.automaton.names, 1))
+        row = self._row("a2", f"{found}.a", "x.e", number)
+        step = _let(f"CASE x.v {updates} END", "a2", _struct([("a", "a2"), ("rows", f"concat(r.rows, array({row}))")]))
+        begin = _struct([("a", self.values.zero()), ("rows", f"CAST(array() AS {self.out_type})")])
+        zero = f"({self.values.zero()})"
+        empty = f"array({self._row(zero, zero, f'{search}.e0', number)})"
+        return f"IF(size({found}.recs) = 0, {empty}, aggregate({found}.recs, {begin}, (r, x) -> {step}, r -> r.rows))"
 
     def _pass(self, scan: str, search: str) -> str:
         """One search of the decision pass: emit decided searches from the cursor on, in start order."""
@@ -183,25 +218,24 @@ class MatchTranslation:
                 f"ELSE {emitted} END")
 
     def step(self, acc: str, row: str) -> str:
-        """The fold's state after ``row``."""
+        """The fold's state after ``row``: every search advanced (a new one starting at the row last), then the
+        decision pass (``ps``); a row that neither continues a search nor starts one only moves the cursor."""
         position = f"{acc}.n"
         depth = self.values.depth
         searches = (f"transform(concat({acc}.searches, array({self._fresh(row, position)})), "
                     f"s -> {self._advance('s', row, 'pv', position)})")
         start = _struct([("cursor", f"{acc}.cursor"), ("blocked", "false"), ("matches", f"{acc}.matches"),
                          ("kept", self._empty(self.search_type)), ("out", f"{acc}.out")])
-        decided = f"aggregate(sx, {start}, (sc, sr) -> {self._pass('sc', 'sr')})"
         recent = f"{acc}.recent" if depth == 0 else \
             f"slice(concat({acc}.recent, array({row})), IF(size({acc}.recent) >= {depth}, 2, 1), {depth})"
         after = _struct([("n", f"{position} + 1"),
                          ("cursor", f"IF(ps.blocked, ps.cursor, greatest(ps.cursor, {position} + 1))"),
                          ("matches", "ps.matches"), ("recent", recent), ("searches", "ps.kept"), ("out", "ps.out")])
-        # most rows neither continue a search nor start one: they only move the cursor past themselves
+        decided = f"aggregate({searches}, {start}, (sc, sr) -> {self._pass('sc', 'sr')}, ps -> {after})"
         idle = _struct([("n", f"{position} + 1"), ("cursor", f"{position} + 1"), ("matches", f"{acc}.matches"),
                         ("recent", recent), ("searches", f"{acc}.searches"), ("out", f"{acc}.out")])
-        full = _let(searches, "sx", _let(decided, "ps", after))
-        return _let(self.values.pv_sql(f"{acc}.recent"), "pv",
-                    f"IF(size({acc}.searches) = 0 AND NOT ({self._can_start(row, 'pv', position)}), {idle}, {full})")
+        step = f"IF(size({acc}.searches) = 0 AND NOT ({self._can_start(row, 'pv', position)}), {idle}, {decided})"
+        return _let(self.values.pv_sql(f"{acc}.recent"), "pv", step) if self.values.previous else step
 
     def _can_start(self, row: str, pv: str, position: str) -> str:
         """Whether a search from ``row`` outlives the row: some variable a match can start with takes it."""
@@ -230,7 +264,7 @@ class MatchTranslation:
     def keeps_every_partition(self) -> bool:
         """Whether a partition's state matters without live searches: MATCH_NUMBER() counts every match,
         PREV reaches back across them."""
-        numbered = any("MATCH_NUMBER" in str(t.terms) for _, t, _ in self.measures)
+        numbered = any(o.template is not None and Special("MATCH_NUMBER") in o.template.terms for o in self.outputs)
         return numbered or self.values.depth > 0
 
     def _fold(self, events: str, state: str) -> str:
@@ -310,7 +344,7 @@ class MatchTranslation:
     def final_query(self, part: str) -> str:
         """The final view's part: the user's query over the rows of the matches emitted in the part."""
         keys = [f"{quote_name(k)}" for k in self.keys]
-        columns = keys + [f"o.{quote_name(name)} AS {quote_name(name)}" for name, _ in self.output]
+        columns = keys + [f"o.{quote_name(o.name)} AS {quote_name(o.name)}" for o in self.outputs]
         rows = f"(SELECT {', '.join(columns)} FROM {self.helper}[{part}] LATERAL VIEW explode(out) AS o)"
         return self.query.around(rows)
 

@@ -134,6 +134,10 @@ class Values:
                   for i, (key, back) in enumerate(self.previous)]
         return f"named_struct({', '.join(values)})"
 
+    def pv_type(self) -> str:
+        """The struct type of the PREV values a row brings along (when it brings any)."""
+        return "struct<" + ",".join(f"p{i}:{self.argument_type(key)}" for i, (key, _) in enumerate(self.previous)) + ">"
+
     @property
     def depth(self) -> int:
         """How many preceding rows PREV reads (the partition's ``recent`` rows to keep)."""

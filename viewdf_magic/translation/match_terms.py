@@ -74,6 +74,17 @@ class Template:
         return self.tree.transform(swap).sql(dialect="spark")
 
 
+@dataclass(frozen=True)
+class Output:
+    """A column of the view after the partition keys: a measure (``template``, FINAL or RUNNING) or, for ALL ROWS
+    PER MATCH, a column of the stream (``template`` None)."""
+
+    name: str
+    type: str
+    template: Template | None = None
+    final: bool = False
+
+
 def render_row(argument: exp.Expr, row: str) -> str:
     """A term argument's SQL over the row struct ``row``."""
     def swap(node: exp.Expr) -> exp.Expr:

@@ -14,7 +14,7 @@ from .match_query import MatchQuery
 from .match_recompute import Search, recompute_sql
 from .match_sql import MatchTranslation, position_slot
 from .match_state import Values
-from .match_terms import Template, read_expression, term_type
+from .match_terms import Output, Template, read_expression, term_type
 
 
 @dataclass(frozen=True)
@@ -57,14 +57,27 @@ def _type_check(query: MatchQuery, node: exp.Expr, sql: str, type_of: Callable[[
         raise query.error(str(error), node) from None
 
 
+def _outputs(query: MatchQuery, keys: list[str], order: list[str], stream: StreamInfo,
+             measures: list[Output]) -> list[Output]:
+    """The view's columns after the partition keys: the measures; with ALL ROWS PER MATCH, the ORDER BY columns
+    first and the stream's other columns after them (as the standard orders them)."""
+    taken = {k.lower() for k in keys} | ({c.lower() for c in order} if query.all_rows else set())
+    for measure, output in zip(query.measures, measures):
+        if output.name.lower() in taken:
+            raise query.error(f"two output columns are named '{output.name}'; rename the measure", measure.expression)
+        taken.add(output.name.lower())
+    if not query.all_rows:
+        return measures
+    types = dict(stream.columns)
+    leading = [Output(c, types[c]) for c in order if c not in keys]
+    return leading + measures + [Output(c, t) for c, t in stream.columns if c.lower() not in taken]
+
+
 def translate_match(name: str, query: MatchQuery, stream: StreamInfo, type_of: Callable[[str], str]) -> MatchTranslation:
     """The translation of a read MATCH_RECOGNIZE query over ``stream``; ``type_of`` types Spark SQL over
     the stream's columns qualified by ``__ev`` (ValueError with Spark's message when it does not analyse).
     Positioned errors for what is not supported."""
     type_of = functools.cache(type_of)      # the same arguments are typed many times
-    if query.all_rows:
-        raise query.fragment.error("ALL ROWS PER MATCH is not supported yet; use ONE ROW PER MATCH",
-                                   query.source.start, query.source.end)
     keys = _columns(query, stream, query.partition, "PARTITION BY")
     order = _order(query, stream)
     columns = sorted(stream.columns, key=lambda c: order.index(c[0]) if c[0] in order else len(order))
@@ -80,22 +93,18 @@ def translate_match(name: str, query: MatchQuery, stream: StreamInfo, type_of: C
             raise query.error(f"DEFINE {variable} must be a condition (boolean), not {kind}", node)
         defines[variable] = template
     measures = []
-    output = []
-    taken = {k.lower() for k in keys}
     for measure in query.measures:
         template = read_expression(query, measure.expression, lower, "MEASURES")
         values.reads(template)
-        if measure.name.lower() in taken:
-            raise query.error(f"two output columns are named '{measure.name}'", measure.expression)
-        taken.add(measure.name.lower())
-        measures.append((measure.name, template, measure.semantics == "FINAL"))
-        output.append((measure.name, _type_check(query, measure.expression, values.typed_nulls(template), type_of)))
+        kind = _type_check(query, measure.expression, values.typed_nulls(template), type_of)
+        measures.append(Output(measure.name, kind, template, measure.semantics == "FINAL"))
+    outputs = _outputs(query, keys, order, stream, measures)
     skip = query.skip
     if skip.kind != "TO NEXT ROW":
         values.need(position_slot({"TO FIRST": "fpos"}.get(skip.kind, "lpos"), skip.variable))
     search = Search(query.pattern, names, defines, (skip.kind, skip.variable), query.within, stream.timestamp,
                     lambda term: term_type(term, type_of))
-    recompute = recompute_sql(search, [(n, t) for n, t, _ in measures], stream.name, stream.partition_length,
-                              stream.timestamp, [c for c, _ in columns], keys, query.around)
+    recompute = recompute_sql(search, outputs, query.all_rows, stream.name, stream.partition_length, stream.timestamp,
+                              [c for c, _ in columns], keys, query.around)
     return MatchTranslation(name, query, automaton(query.pattern, query.fragment), stream.name,
-                            stream.partition_length, columns, keys, order, defines, measures, values, output, recompute)
+                            stream.partition_length, columns, keys, order, defines, values, outputs, recompute)
