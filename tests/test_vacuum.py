@@ -8,12 +8,14 @@ import pytest
 
 from viewdf_magic.network_example import NETWORK_DDL
 from viewdf_magic.errors import ViewDFError
+from viewdf_magic.storage.slices import folder_of
 from oracles import data_folders, local_root
 from test_late_data import FIRST, assert_equals_rebuild, batch, view2
 
 
 def _folders(warehouse) -> dict[tuple[str, int], tuple[str, ...]]:
-    return {(d.name, s): meta.folders for d in warehouse.catalog.views()
+    """Each view part's data folders (a part is a slice of a folder: storage/slices.py)."""
+    return {(d.name, s): tuple(folder_of(f) for f in meta.folders) for d in warehouse.catalog.views()
             for s, meta in warehouse.catalog.state(d.name).parts.items()}
 
 
@@ -78,7 +80,7 @@ def test_retention_of_a_stream_leaves_no_empty_batch_folders(warehouse, monkeypa
     for minute in range(5):                             # one batch folder per part
         warehouse.ingest("S", batch([minute], [1]))
     stream = warehouse.catalog.get("S")
-    kept = {f.split("/")[2] for meta in warehouse.catalog.state("S").parts.values() for f in meta.folders}
+    kept = {folder_of(f).split("/")[2] for meta in warehouse.catalog.state("S").parts.values() for f in meta.folders}
     assert sorted(warehouse.catalog.state("S").parts) == [FIRST + 3, FIRST + 4] and len(kept) == 2
     assert set(os.listdir(os.path.join(local_root(warehouse), "data", stream.id))) == kept
     assert warehouse.catalog.garbage == {}

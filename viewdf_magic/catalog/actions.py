@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Protocol, cast
+from typing import Any, Callable, ClassVar, Iterable, Protocol, cast
 
+from ..storage.slices import folder_of
 from .model import ObjectDef, ObjectState, PartMeta
 
 OPTIONS = ("lateness", "retain")
@@ -21,12 +22,13 @@ _MISSING = object()
 
 
 class CatalogState(Protocol):
-    """What actions change: objects and their part states by lower-case name, settings, and data
-    folders no part references any more (-> since when)."""
+    """What actions change: objects and their part states by lower-case name, settings, how many part
+    slices reference each data folder, and data folders no part references any more (-> since when)."""
 
     objects: dict[str, ObjectDef]
     states: dict[str, ObjectState]
     settings: dict[str, str]
+    references: dict[str, int]
     garbage: dict[str, float]
 
 
@@ -96,8 +98,12 @@ class Drop(Action):
     def apply(self, state: CatalogState, version: int) -> Undo:
         dropped = state.objects.get(self.name)
         folder = f"data/{dropped.id}" if dropped is not None and self.updated is not None else None
-        undo = _undo_items([(state.objects, self.name), (state.states, self.name)]
-                           + ([(state.garbage, folder)] if folder else []))
+        parts = state.states[self.name].parts.values() if self.name in state.states else []
+        # its folders go with its own; a folder of another object it read (a fused part) when no part reads it
+        released = _reference(state, [], [text for meta in parts for text in meta.folders],
+                              self.updated, inside=folder)
+        undo = _undo_all(released, _undo_items([(state.objects, self.name), (state.states, self.name)]
+                                               + ([(state.garbage, folder)] if folder else [])))
         state.objects.pop(self.name, None)
         state.states.pop(self.name, None)
         if folder:
@@ -130,11 +136,10 @@ class Part(Action):
         replaced = target.parts.get(meta.subscript)
         if replaced is not None and self.same_rows:
             meta = dataclasses.replace(meta, changed=replaced.changed)
-        # a recomputed view part: its old folders are garbage from now on
-        freed = [f for f in replaced.folders if f not in meta.folders] if replaced is not None else []
-        undo = _undo_all(_undo_items([(target.parts, meta.subscript)] + [(state.garbage, f) for f in freed]),
-                         _undo_fields(target, "first"), _undo_append(target.sealed))
-        state.garbage.update((f, meta.updated) for f in freed)
+        # a recomputed view part: its old folders are garbage once no part references them
+        undo = _undo_all(_undo_items([(target.parts, meta.subscript)]), _undo_fields(target, "first"),
+                         _undo_append(target.sealed),
+                         _reference(state, meta.folders, replaced.folders if replaced is not None else (), meta.updated))
         target.parts[meta.subscript] = meta
         if stream:
             if target.first is not None and meta.subscript < target.first - 1:   # late rows before the first part
@@ -232,11 +237,9 @@ class DropParts(Action):
 
     def apply(self, state: CatalogState, version: int) -> Undo:
         target = _state(state, self.name)
-        freed = [f for s, meta in target.parts.items() if s < self.before for f in meta.folders] \
-            if self.updated is not None else []
-        undo = _undo_all(_undo_items([(state.garbage, f) for f in freed]),
+        dropped = [text for s, meta in target.parts.items() if s < self.before for text in meta.folders]
+        undo = _undo_all(_reference(state, [], dropped, self.updated),      # nothing is freed without updated
                          _undo_fields(target, "parts", "sealed", "dropped_before"))
-        state.garbage.update((f, cast(float, self.updated)) for f in freed)     # nothing is freed without updated
         target.parts = {s: meta for s, meta in target.parts.items() if s >= self.before}
         target.sealed = [(max(a, self.before), b, when) for a, b, when in target.sealed if b >= self.before]
         target.dropped_before = max(self.before, target.dropped_before or self.before)
@@ -345,6 +348,27 @@ def _undo_items(items: list[tuple[Any, Any]], before: dict | None = None) -> Und
                 mapping.pop(key, None)
             else:
                 mapping[key] = value
+    return undo
+
+
+def _reference(state: CatalogState, added: Iterable[str], removed: Iterable[str], since: float | None,
+               inside: str | None = None) -> Undo:
+    """Count one more reference to the folder of each slice in ``added`` and one fewer to each in
+    ``removed``; a folder no slice references any more is garbage from ``since`` (none without it, as in
+    older logs), unless it lies ``inside`` a folder that becomes garbage itself."""
+    plus, minus = [folder_of(t) for t in added], [folder_of(t) for t in removed]
+    touched = list(dict.fromkeys(plus + minus))
+    undo = _undo_items([(state.references, f) for f in touched] + [(state.garbage, f) for f in touched])
+    for folder in plus:
+        state.references[folder] = state.references.get(folder, 0) + 1
+    for folder in minus:
+        left = state.references.get(folder, 0) - 1
+        if left > 0:
+            state.references[folder] = left
+            continue
+        state.references.pop(folder, None)
+        if since is not None and not (inside and folder.startswith(inside + "/")):
+            state.garbage[folder] = since
     return undo
 
 

@@ -14,6 +14,7 @@ import json
 from contextlib import contextmanager
 from typing import Callable, Iterator, cast
 
+from ..storage.slices import folder_of
 from .actions import Action, InvalidAction, read_action
 from .filesystem import FileSystem
 from .model import ObjectDef, ObjectState
@@ -31,6 +32,7 @@ class Catalog:
         self.objects: dict[str, ObjectDef] = {}
         self.states: dict[str, ObjectState] = {}
         self.settings: dict[str, str] = {}
+        self.references: dict[str, int] = {}    # data folder -> how many part slices read it (derived, not logged)
         self.garbage: dict[str, float] = {}     # data folders no part references any more -> since when
         self.version = 0
         self._pending: list[Action] | None = None     # actions of an open transaction
@@ -50,6 +52,11 @@ class Catalog:
             self.settings = dict(snapshot.get("settings", {}))
             self.garbage = dict(snapshot.get("garbage", {}))
             self.version = latest
+            for state in self.states.values():
+                for meta in state.parts.values():
+                    for text in meta.folders:
+                        folder = folder_of(text)
+                        self.references[folder] = self.references.get(folder, 0) + 1
         versions = sorted(int(n.split(".")[0]) for n in self.fs.list(LOG) if n.endswith(".json"))
         for version in versions:
             if version > self.version:
@@ -97,12 +104,12 @@ class Catalog:
         if self._pending is not None:
             yield
             return
-        saved = copy.deepcopy((self.objects, self.states, self.settings, self.garbage))
+        saved = copy.deepcopy((self.objects, self.states, self.settings, self.references, self.garbage))
         self._pending = []
         try:
             yield
         except BaseException:
-            self.objects, self.states, self.settings, self.garbage = saved
+            self.objects, self.states, self.settings, self.references, self.garbage = saved
             self._pending = None
             raise
         actions, self._pending = self._pending, None
@@ -110,7 +117,7 @@ class Catalog:
             try:
                 self._write_entry(actions)
             except BaseException:
-                self.objects, self.states, self.settings, self.garbage = saved
+                self.objects, self.states, self.settings, self.references, self.garbage = saved
                 raise
 
     @contextmanager

@@ -15,7 +15,7 @@ from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP
 from ..errors import ViewDFError
 from ..language.tokens import quote_name
-from ..storage.parts import PART_COLUMN
+from ..storage.slices import PART_COLUMN
 from ..storage.spark_errors import SPARK_ERRORS, spark_error
 from ..wording import agreeing
 

@@ -7,7 +7,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..catalog.actions import Action, Advance, Create, Part, TableData
@@ -18,8 +18,8 @@ from ..maintainer.maintainer import StepReport
 from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
-from ..session import is_connect_session
-from ..storage.parts import PART_COLUMN, PartStore, part_fingerprint
+from ..storage.parts import PartStore
+from ..storage.slices import Slice, Wanted
 from ..timeparts import format_part, subscript_sql
 from ..wording import agreeing, plural
 from .conform import ErrorAt
@@ -67,49 +67,43 @@ class Ingester:
         self.retention = retention
 
     def append_stream(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt) -> IngestReport:
-        """Route rows to parts by timestamp and publish the parts; nothing is written on error."""
+        """Route rows to parts by timestamp and publish the parts; nothing is published on error.
+
+        One Spark job writes the batch (one folder, sorted by part) and observes its row count, its rows
+        without a timestamp and its first and last part; the checks run on what was written, and a
+        refused batch's folder is deleted before anything names it. Only a batch spanning several parts
+        counts them in a second job (reading the written part numbers), and a UNIQUE stream's check reads
+        the written keys."""
         report = IngestReport(definition.name)
         if not frame.columns:
             return report
         started = time.perf_counter()
-        assert definition.timestamp_column is not None      # every stream has one
-        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.length))
-        persisted = None
-        folder = None
+        folder = self.store.new_folder(definition)
         try:
-            batch = frame
-            if definition.unique or not repeatable(frame):      # the UNIQUE check must see the rows written
-                batch = persisted = frame.persist()
-            while True:
-                counts = self._counts(definition, batch, subscript)
-                parts = {row["s"]: row["count"] for row in counts if row["s"] is not None}
-                self._validate(definition, counts, parts, error)
-                if not parts:
+            try:
+                batch = self.store.write_batch(definition, frame, folder)
+                self._validate_nulls(definition, batch.nulls, error)
+                if batch.rows == 0:
+                    self.store.discard(folder)
                     return report
-                self._check_unique(definition, batch, subscript, counts, error)
-                folder = self.store.new_folder(definition)
-                written = self.store.write_batch(definition, batch, folder)
-                if persisted is not None or written == _fingerprint(counts):
-                    break
-                # The second read put rows in other parts (now(), a source that changed): redo from a cache.
-                self.store.fs.delete(folder)
-                folder = None
-                batch = persisted = frame.persist()
-        except SPARK_ERRORS as exc:
-            if folder is not None:
-                self.store.fs.delete(folder)
-            raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
-                from None
-        finally:
-            if persisted is not None:
-                persisted.unpersist()
+                assert batch.first is not None and batch.last is not None     # it has rows
+                parts = {batch.first: batch.rows} if batch.first == batch.last else self.store.part_counts(folder)
+                self._validate(definition, parts, error)
+                self._check_unique(definition, [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts],
+                                   error)
+            except SPARK_ERRORS as exc:
+                raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
+                    from None
+        except BaseException:
+            self.store.discard(folder)
+            raise
         seconds = time.perf_counter() - started
         now = time.time()
         state = self.catalog.state(definition.name)
         newest = state.newest
         actions: list[Action] = []
         for s, n in sorted(parts.items()):
-            folders = (f"{folder}/{PART_COLUMN}={s}",)
+            folders = (Slice(folder, s, batch.first, batch.last).text,)
             old = state.parts.get(s)
             if old is not None:     # late rows for a part that has rows: the part grows
                 meta = dataclasses.replace(old, rows=old.rows + n, folders=old.folders + folders,
@@ -138,14 +132,13 @@ class Ingester:
                 for state in [self.catalog.state(d.name)] if state.parts]
         return max(ends, default=-(2 ** 62))
 
-    def _validate(self, definition: ObjectDef, counts: list, parts: dict[int, int], error: ErrorAt) -> None:
-        nulls = sum(row["count"] for row in counts if row["s"] is None)
-        column = definition.timestamp_column
+    @staticmethod
+    def _validate_nulls(definition: ObjectDef, nulls: int, error: ErrorAt) -> None:
         if nulls:
-            raise error(f"{plural(nulls, 'row')} {agreeing(nulls, 'has', 'have')} a NULL timestamp in column {column}; "
-                        "nothing was written")
-        if not parts:
-            return
+            raise error(f"{plural(nulls, 'row')} {agreeing(nulls, 'has', 'have')} a NULL timestamp in column "
+                        f"{definition.timestamp_column}; nothing was written")
+
+    def _validate(self, definition: ObjectDef, parts: dict[int, int], error: ErrorAt) -> None:
         length = definition.length
         state = self.catalog.state(definition.name)
         newest, first = state.newest, state.first
@@ -175,34 +168,19 @@ class Ingester:
                         f"({format_part(low, length)} to {format_part(high, length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
-    @staticmethod
-    def _counts(definition: ObjectDef, batch: DataFrame, subscript: Column) -> list:
-        """Rows per part (``s``, ``count``) with their ``part_fingerprint`` sums (``hi``, ``lo``); for a
-        UNIQUE stream instead, in the same job, how often the most repeated hash of the UNIQUE columns
-        occurs in the part (``most``)."""
-        if not definition.unique:
-            return batch.groupBy(subscript.alias("s")).agg(*part_fingerprint(subscript)) \
-                .withColumnRenamed("rows", "count").collect()
-        hashed = F.xxhash64(*[F.col(quote_name(c)) for c in definition.unique]).alias("k")
-        return batch.groupBy(subscript.alias("s"), hashed).count() \
-            .groupBy("s").agg(F.sum("count").alias("count"), F.max("count").alias("most")).collect()
-
-    def _check_unique(self, definition: ObjectDef, batch: DataFrame, subscript: Column, counts: list,
-                      error: ErrorAt) -> None:
-        """UNIQUE (..) PER PART: no two rows of one part, in the batch or already stored, share the columns.
-        Only a repeated hash (see ``_counts``) or late rows need the exact check by value."""
+    def _check_unique(self, definition: ObjectDef, written: list[Wanted], error: ErrorAt) -> None:
+        """UNIQUE (..) PER PART: no two rows of one part, in the batch or already stored, share the columns."""
         if not definition.unique:
             return
+        assert definition.timestamp_column is not None      # every stream has one
         state = self.catalog.state(definition.name)
-        suspect = [row["s"] for row in counts if row["s"] is not None and row["most"] > 1]
-        stored = [row["s"] for row in counts if row["s"] in state.parts]     # late rows join a part with rows
-        if not suspect and not stored:
-            return
+        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.length))
         keys = [F.col(quote_name(c)) for c in definition.unique]
-        rows = batch.select(subscript.alias("s"), *keys)
+        stored = [s for s in (w.target for w in written) if s in state.parts]   # late rows join a part with rows
+        rows = self.store.read_slices(definition, written)
         if stored:
-            rows = rows.unionByName(self.store.read_parts(definition, state, stored).select(subscript.alias("s"), *keys))
-        twice = rows.groupBy("s", *keys).count().where("count > 1").limit(1).collect()
+            rows = rows.unionByName(self.store.read_parts(definition, state, stored))
+        twice = rows.groupBy(subscript.alias("s"), *keys).count().where("count > 1").limit(1).collect()
         if twice:
             row = twice[0]
             columns = ", ".join(definition.unique)
@@ -226,23 +204,6 @@ class Ingester:
         actions.append(TableData(definition.key, (folder,) if rows else (), rows, time.time()))
         self.catalog.commit(actions)
         return rows
-
-
-def _fingerprint(counts: list) -> tuple[int, int, int]:
-    """``part_fingerprint`` of the counted batch, from its per-part counts."""
-    return sum(row["count"] for row in counts), sum(row["hi"] for row in counts), sum(row["lo"] for row in counts)
-
-
-def repeatable(frame: DataFrame) -> bool:
-    """Whether two reads of ``frame`` should give the same rows, so a batch can be counted and checked in
-    one job and written in another without caching it in between (the cache costs about as much as the
-    write: docs/benchmarks.md). Spark flags plans with nondeterministic expressions (``rand()``, a
-    nondeterministic UDF); on Spark Connect the plan is not at hand, so the batch is cached. Spark
-    does not flag ``now()`` or a source that changes, so the write compares its rows per part with
-    the counted ones and redoes the batch from a cache if they differ."""
-    if is_connect_session(frame.sparkSession):
-        return False
-    return bool(frame._jdf.queryExecution().analyzed().deterministic())
 
 
 def _reason(exc: BaseException) -> str:

@@ -164,7 +164,7 @@ def _publish(engine: Engine, views: Iterable[tuple[st.CreateViewDF, dict]]) -> l
                 defined.append(definition)
             if engine.maintenance != "auto":
                 return []
-            return [step for d in defined for step in engine.maintainer.step(engine.catalog.get(d.name), n=None)]
+            return engine.maintainer.step(n=None, among=defined)
     except ViewDFError:
         for definition in defined:
             engine.maintainer.forget(definition)

@@ -65,7 +65,7 @@ def lift(sql: str, inputs: frozenset[str]) -> Lifted:
     except sqlglot.errors.SqlglotError:
         return Lifted(None, "sqlglot cannot parse the compiled query")
     try:
-        _check_names(tree, inputs)
+        check_names(tree, inputs)
         lifter = _Lifter({name.lower() for name in inputs})
         if not lifter.query(tree, {}, OUTPUT_PART):
             raise NotLiftable("its result does not depend on any part it reads")
@@ -74,7 +74,9 @@ def lift(sql: str, inputs: frozenset[str]) -> Lifted:
     return Lifted(tree.sql(dialect=ViewDFSpark))
 
 
-def _check_names(tree: exp.Expr, inputs: frozenset[str]) -> None:
+def check_names(tree: exp.Expr, inputs: frozenset[str]) -> None:
+    """Refuse (NotLiftable) a query that uses reserved names besides its ``inputs``, a nondeterministic or
+    unknown function, PIVOT or TABLESAMPLE: rewriting it would change what it computes."""
     placeholders = {name.lower() for name in inputs}
     for node in tree.walk():
         if isinstance(node, exp.Identifier) and node.name.lower().startswith(RESERVED_PREFIX) \
@@ -210,7 +212,7 @@ class _Lifter:
                 raise NotLiftable("it has GROUP BY ALL")
             group.set("expressions", [*group.expressions, part.copy()])
             return
-        if select.args.get("having") is not None or any(_aggregates(e) for e in select.expressions):
+        if select.args.get("having") is not None or any(aggregates(e) for e in select.expressions):
             raise NotLiftable("it aggregates without GROUP BY, which returns a row even for an empty part")
 
     def _no_parts_in_expressions(self, select: exp.Select, scope: dict[str, str]) -> None:
@@ -247,9 +249,10 @@ def _own_scope(node: exp.Expr, select: exp.Select) -> bool:
     return parent is select
 
 
-def _aggregates(node: exp.Expr) -> bool:
+def aggregates(node: exp.Expr) -> bool:
+    """Whether ``node`` aggregates in its own scope (not inside a window or a subquery)."""
     if isinstance(node, exp.AggFunc):
         return True
     if isinstance(node, (exp.Window, exp.Subquery, exp.Select)):
         return False
-    return any(_aggregates(child) for child in node.iter_expressions())
+    return any(aggregates(child) for child in node.iter_expressions())

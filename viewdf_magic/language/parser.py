@@ -22,6 +22,14 @@ from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
 VACUUM_RETAIN_SECONDS = 3600     # VACUUM without RETAIN: 1 hour
 QUERY_STARTS = {"SELECT", "WITH", "VALUES", "FROM", "TABLE", "("}
+# the clauses after a ViewDF's queries; each ends the query before it
+_CLAUSE_HEADS = (("PARTITION", "LENGTH"), ("START", "AT", "LATEST"), ("REFRESH", "EVERY"))
+
+
+def _declaration_at(cursor: "_Cursor", index: int) -> bool:
+    """``UNCHANGED WHEN X[`` or ``EMPTY WHEN X[`` at ``index`` (the reference keeps ``CASE empty WHEN ..`` a query)."""
+    return (cursor.at("UNCHANGED", "WHEN", index=index) or cursor.at("EMPTY", "WHEN", index=index)) and \
+        cursor.at("[", index=index + 3)
 
 
 def parse(source: str) -> list[Statement]:
@@ -313,6 +321,7 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
     clauses: dict[str, DeltaQuery] = {}
     length = length_at = refresh = None
     start_at_latest = False
+    declared: dict[str, Fragment] = {}
     while cursor.peek() is not None:
         token = cursor.peek()
         assert token is not None
@@ -330,16 +339,49 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
             cursor.expect("PARTS")
             if refresh < 1:
                 raise cursor.fragment.error("REFRESH EVERY needs a positive number of parts", at)
+        elif _declaration_at(cursor, cursor.index):
+            fact = cursor.peek()
+            assert fact is not None
+            if fact.text.upper() in declared:
+                raise cursor.error(f"{fact.text.upper()} WHEN is given twice")
+            cursor.index += 2
+            declared[fact.text.upper()] = _empty_parts(cursor)
         else:
-            raise cursor.error("expected UPDATE, RECOMPUTE, RANGE, PARTITION LENGTH, REFRESH EVERY or START AT LATEST",
-                               choices=("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE", "PARTITION", "REFRESH", "START"))
+            raise cursor.error("expected UPDATE, RECOMPUTE, RANGE, PARTITION LENGTH, REFRESH EVERY, UNCHANGED WHEN, "
+                               "EMPTY WHEN or START AT LATEST",
+                               choices=("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE", "PARTITION", "REFRESH", "START",
+                                        "UNCHANGED", "EMPTY"))
     if "UPDATE" not in clauses:
         raise cursor.fragment.error("a ViewDF needs an UPDATE clause", name.start, name.end)
     if refresh is not None and "RECOMPUTE" not in clauses:
         raise cursor.fragment.error("REFRESH EVERY n PARTS needs a RECOMPUTE clause", name.start, name.end)
     return CreateViewDF(cursor.fragment, name, clauses["INITIALIZE"], clauses["UPDATE"],
                         clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh, creation,
-                        clauses.get("RANGE"))
+                        clauses.get("RANGE"), declared.get("UNCHANGED"), declared.get("EMPTY"))
+
+
+def _empty_parts(cursor: _Cursor) -> Fragment:
+    """``X[j] IS EMPTY [AND Y[j-1] IS EMPTY ...]`` after UNCHANGED WHEN or EMPTY WHEN: the text of the
+    references and their conditions (compiled by ``queries.compile_references``)."""
+    first = cursor.peek()
+    while True:
+        cursor.name("a stream or view")
+        opening = cursor.peek()
+        cursor.expect("[")
+        depth = 1
+        while depth:
+            token = cursor.peek()
+            if token is None:
+                assert opening is not None
+                raise cursor.fragment.error("unclosed '[' in a partition reference", opening.start, opening.end + 1)
+            depth += cursor.is_word(token, "[") - cursor.is_word(token, "]")
+            cursor.index += 1
+        cursor.expect("IS", "EMPTY")
+        if not cursor.accept("AND"):
+            break
+    last = cursor.tokens[cursor.index - 1]
+    assert first is not None
+    return Fragment(cursor.fragment.source, first.start, last.end + 1)
 
 
 def _clause_end(cursor: _Cursor) -> int:
@@ -357,8 +399,7 @@ def _clause_end(cursor: _Cursor) -> int:
             if (token.text.upper() in heads or _suggestion(token, heads)) and \
                     index + 2 < len(tokens) and tokens[index + 2].token_type == TokenType.L_BRACKET:
                 return index
-            if cursor.at("PARTITION", "LENGTH", index=index) or cursor.at("START", "AT", "LATEST", index=index) \
-                    or cursor.at("REFRESH", "EVERY", index=index):
+            if any(cursor.at(*words, index=index) for words in _CLAUSE_HEADS) or _declaration_at(cursor, index):
                 return index
     return len(tokens)
 

@@ -22,7 +22,7 @@ from sqlglot.tokens import Token, TokenType
 from ..errors import ViewDFError
 from .source import Fragment, Replacement, RewrittenText
 from .subscripts import Subscript, parse_subscript
-from .tokens import IDENTIFIER_TYPES, ViewDFSpark, backquote, tokenize
+from .tokens import IDENTIFIER_TYPES, ViewDFSpark, backquote, fragment_tokens, tokenize
 
 
 class ObjectKind(Enum):
@@ -115,13 +115,17 @@ def compile_query(fragment: Fragment, lookup: Lookup, scope: Scope, variable: st
     return CompiledQuery(rewritten, tuple(part_refs + bare_refs), variable, scope)
 
 
-def fragment_tokens(fragment: Fragment) -> list[Token]:
-    """The tokens of a fragment, with offsets into the whole source."""
-    tokens = tokenize(fragment.text)
-    for token in tokens:
-        token.start += fragment.start
-        token.end += fragment.start
-    return tokens
+def compile_references(fragment: Fragment, lookup: Lookup, variable: str, defining: str) -> CompiledQuery:
+    """The part references of a declaration (``X[j] IS EMPTY AND Y[j-1] IS EMPTY``), each one part, as a
+    CompiledQuery whose text is not a query: only its bindings are resolved and read."""
+    prefix = f"__vdf{next(_placeholder_ids)}_"
+    bindings, replacements = _partition_references(fragment, fragment_tokens(fragment), lookup, {variable},
+                                                   Scope.DELTA, defining, prefix)
+    for binding in bindings:
+        if binding.lower is not binding.upper:
+            raise fragment.error(f"{binding.text} is a range; name single parts, e.g. {binding.name}[{variable}]",
+                                 binding.start, binding.end)
+    return CompiledQuery(RewrittenText(fragment, replacements), tuple(bindings), variable, Scope.DELTA)
 
 
 def _partition_references(fragment: Fragment, tokens: list[Token], lookup: Lookup, allowed: set[str],

@@ -110,6 +110,8 @@ class CreateViewDF(Statement):
     refresh_every: int | None = None      # REFRESH EVERY n PARTS: run RECOMPUTE instead of UPDATE
     creation: Creation = Creation()
     range: DeltaQuery | None = None       # RANGE V[j] AS ...: a run of parts in one query (maintainer/ranges.py)
+    unchanged_when: Fragment | None = None   # UNCHANGED WHEN X[j] IS EMPTY [AND ...]: part j holds part j-1's rows
+    empty_when: Fragment | None = None       # EMPTY WHEN X[j] IS EMPTY [AND ...]: part j has no rows
 
 
 @dataclass(frozen=True)

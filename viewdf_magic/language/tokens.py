@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+import functools
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -31,6 +33,19 @@ class _Tokenizer(ViewDFSpark.Tokenizer):
 
 
 IDENTIFIER_TYPES = {TokenType.VAR, TokenType.IDENTIFIER}
+
+
+def fragment_tokens(fragment: Fragment) -> list[Token]:
+    """The tokens of ``fragment``, with absolute offsets, cut from the one tokenization of its whole
+    source (each statement's text is tokenized once, however many steps read it). Do not change them."""
+    tokens = _source_tokens(fragment.source)
+    starts = [token.start for token in tokens]
+    return tokens[bisect.bisect_left(starts, fragment.start):bisect.bisect_left(starts, fragment.end)]
+
+
+@functools.lru_cache(maxsize=32)
+def _source_tokens(source: str) -> list[Token]:
+    return tokenize(source)
 
 
 def tokenize(source: str) -> list[Token]:
@@ -98,7 +113,7 @@ class TokenStatement:
 
 def split_statements(source: str) -> list[TokenStatement]:
     """Split ``source`` at top-level semicolons; empty statements are dropped."""
-    tokens = tokenize(source)
+    tokens = _source_tokens(source)
     statements: list[TokenStatement] = []
     current: list[Token] = []
     for token in tokens + [None]:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -18,9 +19,12 @@ from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..language.emptiness import EmptyWhen, empty_when
 from ..language.queries import CompiledQuery
-from ..storage.parts import EMPTY_CHECKSUM, PartStore
+from ..storage.parts import EMPTY_CHECKSUM, Counted, PartStore
+from ..storage.slices import Slice
+from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import format_part, part_start
 from .execute import QueryRunner, explain_text
+from .fusion import Fuser, Fusion, embed
 from .ranges import RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline, check_retained, existing
@@ -84,9 +88,11 @@ class Maintainer:
         self._compiled: dict[str, CompiledView] = {}
         self.jobless_empty_parts = True     # record parts known to be empty without a Spark job
         self.range_steps = True             # compute runs of ready parts in one job where the view allows
+        self.fused_parts = True             # write a view's projection parts in its source's job
         self.ranges = RangeRunner(catalog, store, self.runner)
         self._range_plans: dict[str, tuple[CompiledView, RangePlan]] = {}
-        self._range_failed: set[str] = set()   # views whose range step Spark could not run (this session)
+        self._range_failed: dict[str, str] = {}   # views whose range step Spark could not run (this session): why
+        self.fuser = Fuser(catalog, self.timeline, self.compiled)
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
         cached = self._compiled.get(definition.key)
@@ -98,7 +104,7 @@ class Maintainer:
     def forget(self, definition: ObjectDef) -> None:
         self._compiled.pop(definition.key, None)
         self._range_plans.pop(definition.key, None)
-        self._range_failed.discard(definition.key)
+        self._range_failed.pop(definition.key, None)
 
     # -- readiness -----------------------------------------------------------------------
     def pending_step(self, definition: ObjectDef) -> PendingStep | None:
@@ -160,14 +166,19 @@ class Maintainer:
         return self.step(n=None, keep_going=True)
 
     def step(self, view: ObjectDef | None = None, n: int | None = 1, plan: bool = False,
-             keep_going: bool = False) -> list[StepReport]:
-        """Compute up to ``n`` ready parts (all when None) in dependency order, or of one ``view``.
+             keep_going: bool = False, among: list[ObjectDef] | None = None) -> list[StepReport]:
+        """Compute up to ``n`` ready parts (all when None) in dependency order, of one ``view`` or of the
+        views ``among`` (all when None).
 
         A run of ready parts of a view with a range plan is computed in one range step; parts
-        recorded without a Spark job are published together, before the next job runs."""
+        recorded without a Spark job are published together, before the next job runs. When every
+        ready part is computed (``n`` None, no single ``view``), a view whose part is a projection of
+        its source's part is written in its source's Spark job (maintainer/fusion.py)."""
         reports: list[StepReport] = []
         self.failures = []
         blocked: set[str] = set()
+        fuse = self.fused_parts and view is None and n is None and not plan
+        allowed = None if among is None else {d.key for d in among}
         bar = None
         total = self._estimated_steps() if n is None else n
         if self.progress and total >= PROGRESS_MIN_STEPS:
@@ -175,11 +186,13 @@ class Maintainer:
         try:
             with self.catalog.grouped():
                 while n is None or len(reports) < n:
-                    step = self._first_ready(view, blocked)
+                    step = self._first_ready(view, blocked, allowed)
                     if step is None:
                         break
+                    barred = blocked | ({d.key for d in self.catalog.views()} - allowed if allowed is not None else set())
                     try:
-                        done = self._advance(step, plan, None if n is None else n - len(reports))
+                        done = self._advance(step, plan, None if n is None else n - len(reports),
+                                             barred if fuse else None)
                     except ViewDFError as error:
                         if not keep_going:
                             raise
@@ -194,17 +207,30 @@ class Maintainer:
                 bar.close()
         return reports
 
-    def _advance(self, step: PendingStep, plan: bool, limit: int | None) -> list[StepReport]:
-        """Compute ``step``'s part, or the run of ready parts it starts when the view has a range plan."""
+    def _advance(self, step: PendingStep, plan: bool, limit: int | None, barred: set[str] | None) -> list[StepReport]:
+        """Compute ``step``'s part, or the run of ready parts it starts when the view has a range plan;
+        with ``barred`` (views not to fuse), with the views fused into it."""
         if self.range_steps and not plan and step.how != "initialize" and step.view.key not in self._range_failed:
             ranged = self.range_plan(step.view)
             run = self._ready_run(step, ranged, limit) if ranged.lifted else []
             if len(run) > 1:
+                fusions = [] if barred is None else self.fuser.fusions(step.view, run[0].subscript,
+                                                                      run[-1].subscript, barred)
                 try:
-                    return self.compute_range(ranged, run)
-                except RangeFailed:      # computed part by part below, which reports the error in place
-                    self._range_failed.add(step.view.key)
-        return [self.compute(step, plan)]
+                    return self.compute_range(ranged, run, fusions)
+                except RangeFailed as failed:      # computed part by part below, which reports any error in place
+                    self._range_failed[step.view.key] = str(failed).split("\n")[0]
+        fusions = [] if barred is None else self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
+        return self.compute(step, plan, fusions=fusions)
+
+    def range_summary(self, definition: ObjectDef) -> str:
+        """EXPLAIN VIEW's sentence on how runs of the view's parts are computed."""
+        summary = self.range_plan(definition).describe(definition.name)
+        failed = self._range_failed.get(definition.key)
+        if failed is not None:
+            summary += (f" This session, Spark could not run its range step ({failed}), so its parts are computed "
+                        f"one at a time until the warehouse is opened again.")
+        return summary
 
     def range_plan(self, definition: ObjectDef) -> RangePlan:
         """How runs of ``definition``'s parts are computed (analysed once per definition)."""
@@ -238,41 +264,67 @@ class Maintainer:
             subscript += 1
         return run
 
-    def compute_range(self, ranged: RangePlan, run: list[PendingStep]) -> list[StepReport]:
-        """Compute, store and commit a run of parts in one range step (no job when every part is known
-        to be empty)."""
+    def compute_range(self, ranged: RangePlan, run: list[PendingStep], fusions: Sequence[Fusion] = ()
+                      ) -> list[StepReport]:
+        """Compute, store and commit a run of parts (and the ``fusions``' parts) in one range step (no job
+        when every part is known to be empty)."""
         definition = run[0].view
         started = time.perf_counter()
-        written: dict[int, tuple[int, str]]
-        folder, written = "", {}
+        folder = ""
+        written: dict[int, dict[str | None, Counted]] = {}
         if not all(self.known_empty(step) is not None for step in run):
             check_retained(self.catalog, run[0].query, run[0].refs)
             self.catalog.flush()
-            folder, written = self.ranges.run(definition, ranged, run[0].subscript, run[-1].subscript)
+            folder, written = self.ranges.run(definition, ranged, run[0].subscript, run[-1].subscript, fusions)
         seconds = (time.perf_counter() - started) / len(run)
-        now = time.time()
-        actions: list[Action] = []
+        first, last = run[0].subscript, run[-1].subscript
         reports: list[StepReport] = []
+        actions: list[Action] = []
         for step in run:
-            rows, checksum = written.get(step.subscript, (0, EMPTY_CHECKSUM))
+            counted = written.get(step.subscript, {})
             lineage = self.timeline.lineage(step.refs, (definition.key, step.subscript - 1))
-            folders = (PartStore.range_folder(folder, step.subscript),) if rows else ()
-            meta = PartMeta(step.subscript, rows, folders, seconds, lineage, now, step.how, checksum)
+            meta, report = self._recorded(step, counted.get(None), folder, (first, last), seconds, lineage)
             actions.append(Part(definition.key, meta))
-            reports.append(StepReport(definition.name, step.subscript,
-                                      part_start(step.subscript, definition.length), step.how, rows,
-                                      seconds, lineage, resolved_sql(step.query, step.refs),
-                                      self._reference_reports(step), None,
-                                      self._preview_loader(definition, step.subscript), "",
-                                      (run[0].subscript, run[-1].subscript)))
+            reports.append(dataclasses.replace(report, span=(first, last)))
+        for fusion in fusions:
+            for step in run:
+                fused, fused_report = self._fused_part(fusion, step, written.get(step.subscript, {}), folder,
+                                                       (first, last))
+                actions.append(Part(fusion.view.key, fused))
+                reports.append(dataclasses.replace(fused_report, span=(first, last)))
         self.catalog.commit(actions)
         self.history.extend(reports)
         return reports
 
-    def _first_ready(self, view: ObjectDef | None, blocked: set[str]) -> PendingStep | None:
+    def _recorded(self, step: PendingStep, counted: Counted | None, folder: str, span: tuple[int, int],
+                  seconds: float, lineage: tuple, column: str | None = None,
+                  folders: tuple[str, ...] | None = None) -> tuple[PartMeta, StepReport]:
+        """The catalog entry and the report of a part that a write stored as ``counted`` in ``folder`` (or,
+        given ``folders``, that is those slices)."""
+        definition, subscript = step.view, step.subscript
+        rows, checksum = (counted.rows, counted.checksum) if counted is not None else (0, EMPTY_CHECKSUM)
+        if folders is None:
+            folders = (Slice(folder, subscript, span[0], span[1], column).text,) if rows else ()
+        meta = PartMeta(subscript, rows, folders, seconds, lineage, time.time(), step.how, checksum)
+        report = StepReport(definition.name, subscript, part_start(subscript, definition.length), step.how, rows,
+                            seconds, lineage, resolved_sql(step.query, step.refs), self._reference_reports(step),
+                            None, self._preview_loader(definition, subscript))
+        return meta, report
+
+    def _fused_part(self, fusion: Fusion, source: PendingStep, written: dict[str | None, Counted], folder: str,
+                    span: tuple[int, int]) -> tuple[PartMeta, StepReport]:
+        """A fused view's part written with ``source``'s part."""
+        how, query = fusion.hows[source.subscript]
+        refs = self.timeline.resolve(query, fusion.view, source.subscript)
+        step = PendingStep(fusion.view, source.subscript, how, query, refs, True)
+        lineage = self.timeline.lineage(refs, (source.view.key, span[1]))
+        meta, report = self._recorded(step, written.get(fusion.column), folder, span, 0.0, lineage, fusion.column)
+        return meta, dataclasses.replace(report, fused_into=f"{source.view.name}[{source.subscript}]")
+
+    def _first_ready(self, view: ObjectDef | None, blocked: set[str], allowed: set[str] | None) -> PendingStep | None:
         candidates = [view] if view is not None else self.catalog.views()
         for definition in candidates:
-            if definition.key in blocked:
+            if definition.key in blocked or (allowed is not None and definition.key not in allowed):
                 continue
             step = self.next_step(definition)
             if step is not None:
@@ -290,52 +342,80 @@ class Maintainer:
                 total += max(0, -(-horizon // definition.length) - next_part)
         return total
 
-    def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None) -> StepReport:
-        """Compute, store and commit one view part. With ``previous`` (the stored part, when late data
-        is repaired), an identical result keeps the stored part and only records that it was checked."""
+    def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None,
+                fusions: Sequence[Fusion] = ()) -> list[StepReport]:
+        """Compute, store and commit one view part (and the ``fusions``' parts, in the same Spark job). With
+        ``previous`` (the stored part, when late data is repaired), an identical result keeps the stored part
+        and only records that it was checked."""
         definition, subscript, how, query, refs = step.view, step.subscript, step.how, step.query, step.refs
         context = f"computing {definition.name}[{subscript}] ({how.upper()})"
         started = time.perf_counter()
         lineage = self.timeline.lineage(refs)
-        references = self._reference_reports(step)
         empty_because = self.known_empty(step)
+        carried = self.unchanged(step) if empty_because is None else None
+        folder = ""
+        written: dict[str | None, Counted] = {}
+        folders = None
         if empty_because is not None:
             check_retained(self.catalog, query, refs)
-            folder, rows, checksum = "", 0, EMPTY_CHECKSUM
             plan_text = f"No Spark job: the query returns no rows when {empty_because}." if plan else None
+        elif carried is not None:
+            previous_part, because = carried
+            written[None] = Counted(previous_part.rows, previous_part.checksum)
+            folders, fusions = previous_part.folders, ()      # fused views step on their own
+            plan_text = f"No Spark job: the part holds {definition.name}[{subscript - 1}]'s rows, as {because}." \
+                if plan else None
         else:
             self.catalog.flush()      # parts recorded without a job so far are published before this one
             with self.runner.bound(query, refs, context=context, schema=definition.schema,
                                    clause=how.upper()) as frame:
+                stamped = self.store.stamp(definition, subscript, frame)
+                if fusions:
+                    fusions = list(fusions)
+                    try:
+                        fused, embedded = embed(fusions, self.runner, stamped)
+                        folder, written = self.store.write_part(definition, subscript, fused, embedded)
+                    except SPARK_ERRORS:       # a fused view's error: it is reported when that view steps alone
+                        fusions = []
                 plan_text = explain_text(frame) if plan else None
-                folder, rows, checksum = self.store.write_part(definition, subscript, frame)
+                if not fusions:
+                    folder, written = self.store.write_part(definition, subscript, stamped)
         seconds = time.perf_counter() - started
-        repair = ""
-        if previous is not None and previous.checksum == checksum and previous.how == how:
+        meta, report = self._recorded(step, written.get(None), folder, (subscript, subscript), seconds, lineage,
+                                      folders=folders)
+        report = dataclasses.replace(report, plan=plan_text)
+        if previous is not None and previous.checksum == meta.checksum and previous.how == how:
             if folder:
                 self.store.fs.delete(folder)
             self.catalog.commit([Verified(definition.key, subscript)])
-            repair = "unchanged"
+            report = dataclasses.replace(report, repair="unchanged")
         else:
             # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
             # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
-            same_rows = previous is not None and previous.checksum == checksum
-            repairs = previous.repairs + 1 if previous is not None else 0
-            meta = PartMeta(subscript, rows, (folder,) if folder else (), seconds, lineage, time.time(), how,
-                            checksum, repairs=repairs)
-            self.catalog.commit([Part(definition.key, meta, same_rows)])
-            repair = "" if previous is None else "unchanged" if same_rows else "changed"
-        report = StepReport(definition.name, subscript, part_start(subscript, definition.length),
-                            how, rows, seconds, lineage, resolved_sql(query, refs), references, plan_text,
-                            self._preview_loader(definition, subscript), repair)
+            same_rows = previous is not None and previous.checksum == meta.checksum
+            if previous is not None:
+                meta = dataclasses.replace(meta, repairs=previous.repairs + 1)
+                report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
+            actions: list[Action] = [Part(definition.key, meta, same_rows)]
+            reports = [report]
+            for fusion in fusions:
+                fused_meta, fused_report = self._fused_part(fusion, step, written, folder, (subscript, subscript))
+                actions.append(Part(fusion.view.key, fused_meta))
+                reports.append(fused_report)
+            self.catalog.commit(actions)
+            self.history.extend(reports)
+            return reports
         self.history.append(report)
-        return report
+        return [report]
 
     def known_empty(self, step: PendingStep) -> str | None:
         """When ``step``'s inputs make its part certainly empty: which of them are empty, in words
         (e.g. ``M[5] is empty``); None when a Spark job must compute it."""
         if not self.jobless_empty_parts:
             return None
+        declared = self._declared(step, self.compiled(step.view).empty_when)
+        if declared is not None:
+            return declared
         rule = empty_rule(step.query)
         if rule.never:
             return None
@@ -344,18 +424,50 @@ class Maintainer:
             return None
         return rule.describe({placeholder: ref.text for placeholder, ref in refs.items()})
 
+    def unchanged(self, step: PendingStep) -> tuple[PartMeta, str] | None:
+        """The view's previous part, when its UNCHANGED WHEN inputs are empty at ``step``'s UPDATE, with the
+        reason in words; its rows are then the new part's too (a slice read as another part is stamped
+        as that part), and no Spark job runs. Not for a previous part stored before slices existed."""
+        if not self.jobless_empty_parts or step.how != "update":
+            return None
+        because = self._declared(step, self.compiled(step.view).unchanged_when)
+        previous = self.catalog.state(step.view.name).parts.get(step.subscript - 1)
+        if because is None or previous is None or not all(Slice.parse(f).part is not None for f in previous.folders):
+            return None
+        return previous, f"{because} (UNCHANGED WHEN)"
+
+    def _declared(self, step: PendingStep, declaration: CompiledQuery | None) -> str | None:
+        """``X[5] is empty and ...`` when every part ``declaration`` names is known, kept and empty."""
+        if declaration is None:
+            return None
+        refs = self.timeline.resolve(declaration, step.view, step.subscript)
+        for ref in refs:
+            state = self.catalog.states.get(ref.definition.key)
+            dropped = state.dropped_before if state is not None else None
+            if not self.timeline.available(ref, step.view) or (dropped is not None and (ref.first or 0) < dropped) \
+                    or not self.runner.is_empty(ref):
+                return None
+        return " and ".join(f"{ref.text} is empty" for ref in refs)
+
     def jobless_summary(self, definition: ObjectDef) -> str:
-        """EXPLAIN VIEW's sentence on which of the view's parts are recorded without a Spark job."""
+        """EXPLAIN VIEW's sentences on which of the view's parts are recorded without a Spark job."""
         view = self.compiled(definition)
         clauses = [("INITIALIZE", view.initialize), ("UPDATE", view.update), ("RECOMPUTE", view.recompute)]
         rules = [(name, query, empty_rule(query)) for name, query in clauses if query is not None]
         known = [f"{name} when {rule.describe({b.placeholder: b.text for b in query.bindings})}"
                  for name, query, rule in rules if not rule.never]
+        if view.empty_when is not None:
+            known.append(f"any part when {view.empty_when.fragment.text} (declared EMPTY WHEN)")
         if not known:
-            return (f"Every part of {definition.name} runs a Spark job: its query's shape does not guarantee "
-                    f"an empty result when some of its inputs are empty.")
-        return (f"A part of {definition.name} is recorded empty without a Spark job ({'; '.join(known)}); "
-                f"the catalog knows every input part's row count.")
+            summary = (f"Every part of {definition.name} runs a Spark job: its query's shape does not guarantee "
+                       f"an empty result when some of its inputs are empty.")
+        else:
+            summary = (f"A part of {definition.name} is recorded empty without a Spark job ({'; '.join(known)}); "
+                       f"the catalog knows every input part's row count.")
+        if view.unchanged_when is not None:
+            summary += (f" An UPDATE part is recorded as holding the previous part's rows, without a Spark job, "
+                        f"when {view.unchanged_when.fragment.text} (declared UNCHANGED WHEN).")
+        return summary
 
     def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
         @functools.lru_cache(maxsize=2)      # a notebook renders a report as text and as HTML

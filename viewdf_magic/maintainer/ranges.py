@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -32,15 +33,17 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from ..language.lifting import INPUT_PART, lift
 from ..language.queries import CompiledQuery, RefKind
-from ..storage.parts import PART_COLUMN, PartStore
+from ..storage.parts import Counted, PartStore
+from ..storage.slices import PART_COLUMN
 from ..timeparts import subscript_sql
 from .execute import QueryRunner, conform_prefix
+from .fusion import Fusion, embed
 from ..storage.spark_errors import SPARK_ERRORS
 from .timeline import ResolvedRef, existing
 from .views import CompiledView
 
 RANGE_ROWS = 2_000_000      # input rows (counted once per part that reads them) one range step may read
-RANGE_PARTS = 2_000         # parts one range step may write (one catalog entry, one folder each)
+RANGE_PARTS = 10_000        # parts one range step may write (one catalog entry; a year of hourly parts)
 MAX_OFFSET = 2 ** 53        # |c| of X[j+c] a range step handles (part numbers stay exact 64-bit integers)
 
 
@@ -143,9 +146,10 @@ class RangeRunner:
         self.store = store
         self.runner = runner
 
-    def run(self, definition: ObjectDef, plan: RangePlan, first: int, last: int
-            ) -> tuple[str, dict[int, tuple[int, str]]]:
-        """Write parts ``first .. last``; returns the folder and each non-empty part's (rows, checksum)."""
+    def run(self, definition: ObjectDef, plan: RangePlan, first: int, last: int, fusions: Sequence[Fusion] = ()
+            ) -> tuple[str, dict[int, dict[str | None, Counted]]]:
+        """Write parts ``first .. last`` (and the ``fusions``' parts, as struct columns); returns the folder
+        and what each part with rows holds (``PartStore.write_range``)."""
         assert plan.query is not None and plan.sql is not None
         frames = {}
         for binding in plan.query.bindings:
@@ -167,8 +171,9 @@ class RangeRunner:
                 prefix = conform_prefix(output.schema, definition.schema, plan.query, plan.clause,
                                         carried=PART_COLUMN)
                 columns = ", ".join(f"_c{k}" for k in range(len(output.columns)))
-                frame = sql(f"{prefix}{text}\n) AS __vdf_output({columns})")
-                return self.store.write_range(definition, frame)
+                frame = self.store.stamp_run(definition, sql(f"{prefix}{text}\n) AS __vdf_output({columns})"))
+                frame, embedded = embed(list(fusions), self.runner, frame)
+                return self.store.write_range(definition, frame, embedded)
         except SPARK_ERRORS as exc:
             raise RangeFailed(str(exc)) from None
 

@@ -128,7 +128,7 @@ class Repairer:
             elif stale:
                 step = PendingStep(definition, subscript, how, query, refs, True)
                 try:
-                    report.steps.append(self.maintainer.compute(step, previous=previous))
+                    report.steps += self.maintainer.compute(step, previous=previous)
                 except ViewDFError as error:
                     return MaintenanceFailure(definition.name, subscript, error)
                 touched.add((definition.key, subscript))

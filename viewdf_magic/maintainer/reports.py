@@ -48,6 +48,7 @@ class StepReport:
     loader: Callable[[int], pd.DataFrame] | None = field(default=None, compare=False, repr=False)
     repair: str = ""              # after late data: "changed" or "unchanged" (the same rows as the stored part)
     span: tuple[int, int] | None = None   # a range step: the first and last part it computed together
+    fused_into: str = ""          # a fused part: the source part whose Spark job wrote it, e.g. Helper[5]
 
     def preview(self, limit: int = 5) -> pd.DataFrame | None:
         """The first rows of the part this step produced (read on demand)."""
@@ -56,8 +57,9 @@ class StepReport:
     @property
     def title(self) -> str:
         repair = f" after late data ({self.repair})" if self.repair else ""
+        took = f"in {self.fused_into}'s Spark job" if self.fused_into else f"in {self.seconds:.3f}s"
         return (f"{self.view}[{self.subscript}] ({self.part_timestamp:%Y-%m-%d %H:%M:%S}) "
-                f"{self.how.upper()}{repair}: {plural(self.rows, 'row')} in {self.seconds:.3f}s")
+                f"{self.how.upper()}{repair}: {plural(self.rows, 'row')} {took}")
 
     def __str__(self) -> str:
         read = ", ".join(r.text for r in self.lineage) or "nothing"

@@ -13,7 +13,8 @@ from pyspark.sql.types import StructField, StructType
 from ..catalog.catalog import Catalog
 from ..catalog.model import CATALOG_VIEW, PART_TIMESTAMP, ObjectDef
 from ..language.parser import parse
-from ..language.queries import CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query
+from ..language.queries import CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query, compile_references
+from ..language.source import Fragment
 from ..language.statements import CreateViewDF, DeltaQuery
 from .execute import QueryRunner
 from ..storage.spark_errors import spark_error
@@ -33,6 +34,8 @@ class CompiledView:
     recompute: CompiledQuery | None
     refresh_every: int | None = None
     range: CompiledQuery | None = None      # RANGE: a run of parts at once (maintainer/ranges.py)
+    unchanged_when: CompiledQuery | None = None   # UNCHANGED WHEN: inputs whose emptiness makes UPDATE copy V[j-1]
+    empty_when: CompiledQuery | None = None       # EMPTY WHEN: inputs whose emptiness makes the part empty
 
     def clause(self, subscript: int, has_parts: bool) -> tuple[str, CompiledQuery]:
         """Which query computes part ``subscript``: INITIALIZE first, then UPDATE, with RECOMPUTE
@@ -63,6 +66,13 @@ def _compile_clause(clause: DeltaQuery, lookup: Lookup, name: str) -> CompiledQu
     return compile_query(clause.query, lookup, scope, clause.variable, name)
 
 
+def _compile_declaration(declared: Fragment | None, statement: CreateViewDF, lookup: Lookup) -> CompiledQuery | None:
+    """UNCHANGED WHEN / EMPTY WHEN: the parts it names, in the UPDATE clause's part variable."""
+    if declared is None:
+        return None
+    return compile_references(declared, lookup, statement.update.variable, statement.name.text)
+
+
 def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
     """Recompile a stored view definition (on reopen, or after creation)."""
     statement = parse(definition.definition)[0]
@@ -72,7 +82,9 @@ def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
     ranged = statement.range and _compile_clause(statement.range, lookup, definition.name)
     return CompiledView(definition, _compile_clause(statement.initialize, lookup, definition.name),
                         _compile_clause(statement.update, lookup, definition.name), recompute or None,
-                        statement.refresh_every, ranged or None)
+                        statement.refresh_every, ranged or None,
+                        _compile_declaration(statement.unchanged_when, statement, lookup),
+                        _compile_declaration(statement.empty_when, statement, lookup))
 
 
 class ViewDefiner:
@@ -116,6 +128,10 @@ class ViewDefiner:
             self._check_references(recompute, draft, "RECOMPUTE")
         if ranged:
             self._check_references(ranged, draft, "RANGE")
+        for declared, clause in ((statement.unchanged_when, "UNCHANGED WHEN"), (statement.empty_when, "EMPTY WHEN")):
+            compiled = _compile_declaration(declared, statement, lookup)
+            if compiled is not None:
+                self._check_references(compiled, draft, clause)
         schema = self._infer_schema(initialize, update, recompute, draft)
         draft = replace(draft, schema_json=schema.json())
         if statement.start_at_latest:
@@ -135,6 +151,9 @@ class ViewDefiner:
         fragment = query.fragment
         for binding in query.bindings:
             is_self = binding.name.lower() == view.key
+            if is_self and clause.endswith(" WHEN"):
+                raise fragment.error(f"{clause} names inputs of {view.name}, not its own parts", binding.start,
+                                     binding.end)
             if is_self and clause not in ("UPDATE", "RANGE"):
                 raise fragment.error(f"{clause} cannot read {view.name}'s own parts; only UPDATE can "
                                      f"(e.g. {view.name}[j-1])", binding.start, binding.end)

@@ -8,17 +8,29 @@ its rows say which window they belong to. Other departures, each to keep a resul
 
 * q4's ``AVG`` over BIGINT is Flink's, an integer: ``sum DIV count`` (Spark's AVG is a double).
 * q7 names its columns after what they hold (``auction, price, bidder, ...``); the Flink sink
-  declares ``auction, bidder, price`` but receives ``B.auction, B.price, B.bidder``.
+  declares ``auction, bidder, price`` but receives ``B.auction, B.price, B.bidder``. It also
+  returns the window's end (``window_end``): a bid at a window's very end can be the highest of
+  two windows, and then it is two rows that differ only there.
 """
 
 from __future__ import annotations
 
 
+# the streams each query reads
+QUERY_STREAMS = {"q1": ("bid",), "q2": ("bid",), "q3": ("person", "auction"), "q4": ("auction", "bid"),
+                 "q5": ("bid",), "q7": ("bid",), "q8": ("person", "auction")}
+
+
+def check_windows(window_seconds: int, slide_seconds: int) -> None:
+    """Refuse windows that are not whole seconds or not a multiple of the slide."""
+    if window_seconds < 1 or slide_seconds < 1 or window_seconds % slide_seconds:
+        raise ValueError("the window and the slide must be whole seconds, the window a multiple of the slide")
+
+
 def nexmark_queries(window_seconds: int = 10, slide_seconds: int = 2) -> dict[str, str]:
     """The queries by name (``q1`` ...). ``window_seconds`` is the window of q5, q7 and q8 and
     ``slide_seconds`` q5's slide (10 and 2 in nexmark-flink)."""
-    if window_seconds < 1 or slide_seconds < 1 or window_seconds % slide_seconds:
-        raise ValueError("the window and the slide must be whole seconds, the window a multiple of the slide")
+    check_windows(window_seconds, slide_seconds)
     tumble = f"window(date_time, '{window_seconds} seconds')"
     hop = f"window(date_time, '{window_seconds} seconds', '{slide_seconds} seconds')"
     return {
@@ -49,7 +61,7 @@ def nexmark_queries(window_seconds: int = 10, slide_seconds: int = 2) -> dict[st
                     ON AB.starttime = MB.starttime AND AB.endtime = MB.endtime AND AB.num >= MB.maxn""",
         # highest bid: the bids at each tumbling window's highest price, from the window's start up
         # to and including its end (Flink's BETWEEN)
-        "q7": f"""SELECT B.auction, B.price, B.bidder, B.date_time, B.extra
+        "q7": f"""SELECT B.auction, B.price, B.bidder, B.date_time, B.extra, B1.date_time AS window_end
                   FROM bid AS B
                   JOIN (SELECT max(price) AS maxprice, w.end AS date_time
                         FROM (SELECT price, {tumble} AS w FROM bid) AS W

@@ -192,9 +192,13 @@ class Replay:
         if not own:
             return None
         helpers = [s for s in steps if self._owner(s.view) == view.key]
+        # a part fused into another view's step was computed by that step's Spark job: count its time once
+        named = {f"{s.view}[{s.subscript}]": s for s in steps}
+        jobs = list({id(s): s for s in own + helpers + [named[f.fused_into] for f in own if f.fused_into in named]}
+                    .values())
         row = {"batch": batch, "view": view.name, "part": own[-1].subscript,
                "part_timestamp": own[-1].part_timestamp, "rows": own[-1].rows,
-               "incremental_seconds": sum(s.seconds for s in own + helpers),
+               "incremental_seconds": sum(s.seconds for s in jobs),
                "incremental_parts_read": sum(parts_read(s.lineage) for s in own + helpers),
                "naive_seconds": None, "naive_parts_read": None, "equal": None}
         if self.naive:

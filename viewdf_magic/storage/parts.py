@@ -1,18 +1,20 @@
 """Part data as Parquet folders, written and read by Spark.
 
-Every stored row of a stream or view carries its part's ``PART_TIMESTAMP`` as a
-physical column (a constant per file, so Parquet stores it in a few bytes); a
-read of many parts is then one plain scan. A folder is written under a fresh
-unique name and only becomes part of the warehouse when the catalog entry that
-names it is committed.
+Every stored row of a stream or view carries its part's ``PART_TIMESTAMP`` as a physical column and,
+since slices (storage/slices.py), its part number in ``__part``: one write stores a run of parts (a
+stream batch, a range step) as one folder sorted by part, and a part is a slice of it. A folder is
+written under a fresh unique name and only becomes part of the warehouse when the catalog entry that
+names it is committed. Row counts and content hashes are observed inside the writing job.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
+from dataclasses import dataclass
+from functools import reduce
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.column import Column
 from pyspark.sql.types import LongType, MapType, StructField, StructType, TimestampType
@@ -21,44 +23,47 @@ from ..catalog.filesystem import FileSystem
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState
 from ..language.tokens import quote_name
 from ..timeparts import subscript_sql
+from .slices import PART_COLUMN, Scan, Slice, Wanted, plan_scans
 
-PART_COLUMN = "__part"
+def row_hash(columns: list[Column], schema: StructType) -> Column:
+    """A row's hash over ``columns`` (typed by ``schema``); NULL flags keep (NULL, 1) apart from (1, NULL)."""
+    values = [F.to_json(c) if isinstance(f.dataType, MapType) else c for c, f in zip(columns, schema.fields)]
+    return F.xxhash64(*values, F.array(*[c.isNull() for c in values]))
+
+
+def _sum_hashes(hashes: Column) -> Column:
+    return hashes.cast("decimal(38,0)")
 
 
 def content_checksum(schema: StructType) -> Column:
     """An order-independent hash of a part's rows (a sum of row hashes), so a recomputed part can be
-    compared with the stored one without reading it back. NULL flags keep (NULL, 1) apart from (1, NULL)."""
-    columns = [F.to_json(F.col(quote_name(f.name))) if isinstance(f.dataType, MapType) else F.col(quote_name(f.name))
-               for f in schema.fields]
-    row_hash = F.xxhash64(*columns, F.array(*[c.isNull() for c in columns]))
-    return F.coalesce(F.sum(row_hash.cast("decimal(38,0)")), F.lit(0).cast("decimal(38,0)"))
+    compared with the stored one without reading it back."""
+    hashed = row_hash([F.col(quote_name(f.name)) for f in schema.fields], schema)
+    return F.coalesce(F.sum(_sum_hashes(hashed)), F.lit(0).cast("decimal(38,0)"))
 
 
 def checksum_text(rows: int, content: object) -> str:
     """A part's recorded checksum: its row count and ``content_checksum``."""
-    return f"{rows}:{content}"
+    return f"{rows}:{content if content is not None else 0}"
 
 
 EMPTY_CHECKSUM = checksum_text(0, 0)
 
 
-def part_stamp(seconds: int) -> Column:
-    """The part's PART_TIMESTAMP as a column whose value does not enter generated code.
+def _constant(value: int) -> Column:
+    """``value`` as a column whose value does not enter generated code.
 
-    Spark inlines a primitive literal (a timestamp is a long) into the Java it generates, so a
-    plain ``lit`` would give every part new code and a stage compile (about 0.1-0.2 s per step
-    at 1M rows; docs/benchmarks.md). An array literal is passed to the code as an object instead,
-    and the non-foldable index keeps constant folding from turning it back into a primitive."""
+    Spark inlines a primitive literal into the Java it generates, so a plain ``lit`` would give every
+    part new code and a stage compile (about 0.1-0.2 s per step at 1M rows; docs/benchmarks.md). An
+    array literal is passed to the code as an object instead, and the non-foldable index keeps constant
+    folding from turning it back into a primitive."""
     index = F.lit(1) + F.lit(0) * F.spark_partition_id()
-    return F.timestamp_seconds(F.element_at(F.array(F.lit(seconds)), index))
+    return F.element_at(F.array(F.lit(value)), index)
 
 
-def part_fingerprint(subscript: Column) -> list[Column]:
-    """Aggregates whose values (row count, sums of the halves of each row's part hash) match between
-    two reads of a batch only if both put the same number of rows in every part."""
-    hashed = F.xxhash64(subscript)
-    return [F.count(F.lit(1)).alias("rows"), F.sum(F.shiftright(hashed, 32)).alias("hi"),
-            F.sum(hashed.bitwiseAND(F.lit(0xFFFFFFFF))).alias("lo")]
+def part_stamp(seconds: int) -> Column:
+    """A part's PART_TIMESTAMP (its start, epoch ``seconds``) as a column that does not enter generated code."""
+    return F.timestamp_seconds(_constant(seconds))
 
 
 def stored_schema(definition: ObjectDef) -> StructType:
@@ -67,6 +72,17 @@ def stored_schema(definition: ObjectDef) -> StructType:
     if definition.partitioned:
         schema = StructType(schema.fields + [StructField(PART_TIMESTAMP, TimestampType(), True)])
     return schema
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What one write stored of one part: its rows and checksum (0 rows: nothing of it was stored)."""
+
+    rows: int
+    checksum: str
+
+
+Embedded = tuple[tuple[str, StructType], ...]      # (struct column, the embedded view's schema)
 
 
 class PartStore:
@@ -103,90 +119,169 @@ class PartStore:
         if len(wanted) == 1 and (definition.id, wanted[0]) in self.cache:
             self.cache.move_to_end((definition.id, wanted[0]))
             return self.cache[(definition.id, wanted[0])]
-        folders = [f for s in wanted for f in state.parts[s].folders]
-        return self.read_folders(definition, folders)
+        return self.read_slices(definition, [Wanted(Slice.parse(text), s) for s in wanted
+                                             for text in state.parts[s].folders])
 
-    def read_folders(self, definition: ObjectDef, folders: list[str]) -> DataFrame:
-        if not folders:
+    def read_slices(self, definition: ObjectDef, wanted: list[Wanted]) -> DataFrame:
+        """The rows of the given slices, each stamped as the part it is read for."""
+        if not wanted:
             return self.empty(definition)
-        return self.spark.read.schema(stored_schema(definition)).parquet(*[self.fs.uri(f) for f in folders])
+        return reduce(DataFrame.union, [self._scan(definition, scan) for scan in plan_scans(wanted)])
+
+    def _scan(self, definition: ObjectDef, scan: Scan) -> DataFrame:
+        """One scan's rows with the stored columns, each stamped as the part it is read for."""
+        stored = stored_schema(definition)
+        part = [StructField(PART_COLUMN, LongType(), True)] if scan.targets is not None else []
+        if scan.column is None:
+            schema = StructType(stored.fields + part)
+        else:
+            timestamp = stored.fields[-1]
+            schema = StructType([StructField(scan.column, definition.schema, True), timestamp] + part)
+        frame = self.spark.read.schema(schema).parquet(*[self.fs.uri(f) for f in scan.folders])
+        if scan.column is not None:
+            embedded = F.col(quote_name(scan.column))
+            frame = frame.where(embedded.isNotNull()).select(
+                *[embedded.getField(f.name).alias(f.name) for f in definition.schema.fields],
+                PART_TIMESTAMP, *[f.name for f in part])
+        if scan.targets is None:
+            return frame
+        sources = sorted(scan.targets)
+        number = F.col(PART_COLUMN)
+        contiguous = sources[-1] - sources[0] + 1 == len(sources)
+        frame = frame.where(number.between(sources[0], sources[-1]) if contiguous else number.isin(sources))
+        if scan.restamped:
+            targets = F.create_map(*[c for s in sources for c in (F.lit(s), F.array(*map(F.lit, scan.targets[s])))])
+            frame = frame.withColumn(PART_COLUMN, F.explode(F.element_at(targets, number))).withColumn(
+                PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(definition.length)))
+        return frame.drop(PART_COLUMN)
 
     def read_table(self, definition: ObjectDef, state: ObjectState) -> DataFrame:
-        return self.read_folders(definition, state.table_folders)
+        if not state.table_folders:
+            return self.empty(definition)
+        return self.spark.read.schema(stored_schema(definition)).parquet(
+            *[self.fs.uri(f) for f in state.table_folders])
 
     # -- writing -------------------------------------------------------------------------
     def new_folder(self, definition: ObjectDef) -> str:
         return f"data/{definition.id}/{uuid.uuid4().hex}"
 
-    def write_part(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> tuple[str, int, str]:
-        """Write one view part (``frame`` already has the view's columns); returns (folder, rows,
-        checksum). An empty part writes no folder ("").
+    def discard(self, folder: str) -> None:
+        """Delete a folder that nothing names, and its object's folder when that holds nothing else (the
+        write of a refused first batch leaves no trace)."""
+        self.fs.delete(folder)
+        owner = folder.rsplit("/", 1)[0]
+        if not self.fs.list(owner):
+            self.fs.delete(owner)
 
-        With caching on, the part is computed into executor memory (a lazy local
-        checkpoint, filled by the write job itself) and kept for the next steps
-        that read it, so they neither recompute nor reread it.
-        """
+    def stamp(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> DataFrame:
+        """``frame`` (the view's columns) with its part's PART_TIMESTAMP and part number."""
+        return frame.withColumn(PART_TIMESTAMP, part_stamp(subscript * definition.length)) \
+            .withColumn(PART_COLUMN, _constant(subscript).cast("bigint"))
+
+    @staticmethod
+    def stamp_run(definition: ObjectDef, frame: DataFrame) -> DataFrame:
+        """``frame`` (the view's columns and each row's part in ``__part``) with PART_TIMESTAMP."""
+        return frame.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(definition.length)))
+
+    def _checksum(self, schema: StructType) -> Column:
+        key = schema.json()
+        if key not in self._checksums:
+            self._checksums[key] = content_checksum(schema)
+        return self._checksums[key]
+
+    @staticmethod
+    def _embedded_hash(column: str, schema: StructType) -> tuple[Column, Column]:
+        """Whether a row holds the embedded view's row, and that row's hash (as ``content_checksum`` hashes it)."""
+        struct = F.col(quote_name(column))
+        return struct.isNotNull(), row_hash([struct.getField(f.name) for f in schema.fields], schema)
+
+    def write_part(self, definition: ObjectDef, subscript: int, stamped: DataFrame, embedded: Embedded = ()
+                   ) -> tuple[str, dict[str | None, Counted]]:
+        """Write one view part (``stamped``: the view's columns, ``stamp``ed, then any ``embedded`` struct
+        columns) in one Spark job; returns the folder ("" when nothing has rows) and what it holds of the
+        part itself (key None) and of each embedded view.
+
+        With caching on, the part is computed into executor memory (a lazy local checkpoint, filled by
+        the write job itself) and kept for the next steps that read it."""
         folder = self.new_folder(definition)
-        stamped = frame.withColumn(PART_TIMESTAMP, part_stamp(subscript * definition.length))
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
-        key = frame.schema.json()
-        if key not in self._checksums:
-            self._checksums[key] = content_checksum(frame.schema).alias("checksum")
-        counted = Observation()
-        stamped.observe(counted, F.count(F.lit(1)).alias("rows"), self._checksums[key]).write.parquet(self.fs.uri(folder))
-        rows = int(counted.get["rows"])
-        checksum = checksum_text(rows, counted.get["checksum"])
-        if rows == 0:
+        metrics = [F.count(F.lit(1)).alias("rows"), self._checksum(definition.schema).alias("checksum")]
+        for n, (column, schema) in enumerate(embedded):
+            present, hashed = self._embedded_hash(column, schema)
+            metrics += [F.count(F.when(present, 1)).alias(f"rows{n}"),
+                        F.sum(F.when(present, _sum_hashes(hashed))).alias(f"checksum{n}")]
+        observed = Observation()
+        stamped.observe(observed, *metrics).write.parquet(self.fs.uri(folder))
+        got = observed.get
+        counted: dict[str | None, Counted] = {None: Counted(int(got["rows"]), checksum_text(got["rows"], got["checksum"]))}
+        for n, (column, _) in enumerate(embedded):
+            counted[column] = Counted(int(got[f"rows{n}"]), checksum_text(got[f"rows{n}"], got[f"checksum{n}"]))
+        if counted[None].rows == 0:
             self.fs.delete(folder)
-            return "", 0, checksum
+            return "", counted
         if self.cache_size:
-            self.cache[(definition.id, subscript)] = stamped
+            self.cache[(definition.id, subscript)] = stamped.drop(PART_COLUMN, *[c for c, _ in embedded])
             while len(self.cache) > self.cache_size:
                 self.cache.popitem(last=False)
-        return folder, rows, checksum
+        return folder, counted
 
-    def write_range(self, definition: ObjectDef, frame: DataFrame) -> tuple[str, dict[int, tuple[int, str]]]:
-        """Write a run of view parts (``frame`` has the view's columns and each row's part in ``__part``)
-        into one folder, one sub-folder per part, in one job; a second job over the written files counts
-        each part's rows and content hash. Returns the folder ("" when no part has rows) and each
-        non-empty part's (rows, checksum)."""
+    def write_range(self, definition: ObjectDef, stamped: DataFrame, embedded: Embedded = ()
+                    ) -> tuple[str, dict[int, dict[str | None, Counted]]]:
+        """Write a run of view parts (``stamped``: the view's columns, each row's part in ``__part``,
+        ``stamp_run``ed, then any ``embedded`` struct columns) into one folder sorted by part, in one Spark
+        job that also counts and
+        hashes every part. Returns the folder ("" when no part has rows) and, for each part with rows,
+        what it holds of the part itself (key None) and of each embedded view."""
         folder = self.new_folder(definition)
-        uri = self.fs.uri(folder)
-        length = definition.partition_length
-        frame.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length))) \
-            .write.partitionBy(PART_COLUMN).parquet(uri)
-        schema = StructType(stored_schema(definition).fields + [StructField(PART_COLUMN, LongType(), True)])
-        written = self.spark.read.schema(schema).parquet(uri)
-        counted = written.groupBy(PART_COLUMN).agg(F.count(F.lit(1)).alias("rows"),
-                                                   content_checksum(definition.schema).alias("checksum")).collect()
-        parts = {int(row[PART_COLUMN]): (int(row["rows"]), checksum_text(int(row["rows"]), row["checksum"]))
-                 for row in counted}
+        by_part = Window.partitionBy(PART_COLUMN)
+        stats = [F.count(F.lit(1)).over(by_part),
+                 F.sum(_sum_hashes(row_hash([F.col(quote_name(f.name)) for f in definition.schema.fields],
+                                            definition.schema))).over(by_part)]
+        for column, schema in embedded:
+            present, hashed = self._embedded_hash(column, schema)
+            stats += [F.count(F.when(present, 1)).over(by_part), F.sum(F.when(present, _sum_hashes(hashed))).over(by_part)]
+        names = [f"__vdf_stat{n}" for n in range(len(stats))]
+        observed = Observation()
+        stamped.select("*", *[s.alias(n) for s, n in zip(stats, names)]) \
+            .observe(observed, F.collect_set(F.struct(PART_COLUMN, *names)).alias("parts")) \
+            .drop(*names).write.parquet(self.fs.uri(folder))
+        parts: dict[int, dict[str | None, Counted]] = {}
+        for row in observed.get["parts"]:
+            values = list(row)
+            keys = [None] + [column for column, _ in embedded]
+            parts[int(values[0])] = {key: Counted(int(values[1 + 2 * k] or 0),
+                                                  checksum_text(int(values[1 + 2 * k] or 0), values[2 + 2 * k]))
+                                     for k, key in enumerate(keys)}
         if not parts:
             self.fs.delete(folder)
             return "", {}
         return folder, parts
 
-    @staticmethod
-    def range_folder(folder: str, subscript: int) -> str:
-        """The sub-folder of one part written by ``write_range`` (or one part of a stream batch)."""
-        return f"{folder}/{PART_COLUMN}={subscript}"
-
     def forget(self, definition: ObjectDef) -> None:
         for key in [k for k in self.cache if k[0] == definition.id]:
             del self.cache[key]
 
-    def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> tuple[int, int, int]:
-        """Write a stream batch into ``folder``, one sub-folder per part (``__part=<subscript>``), in one job;
-        returns the written rows' ``part_fingerprint``."""
+    def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> "Batch":
+        """Write a stream batch into ``folder`` sorted by part, in one Spark job; returns its row count, the
+        rows without a timestamp, and its first and last part (the counting of each part is left to
+        ``part_counts``, needed only when it spans several)."""
         length = definition.length
         assert definition.timestamp_column is not None      # every stream has one
-        out = frame.withColumn(PART_COLUMN, F.expr(subscript_sql(quote_name(definition.timestamp_column), length)))
-        out = out.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(length)))
+        number = F.expr(subscript_sql(quote_name(definition.timestamp_column), length))
+        out = frame.withColumn(PART_TIMESTAMP, F.timestamp_seconds(number * F.lit(length))) \
+            .withColumn(PART_COLUMN, number).sortWithinPartitions(PART_COLUMN)
         observed = Observation()
-        out.observe(observed, *part_fingerprint(F.col(PART_COLUMN))).write.partitionBy(PART_COLUMN) \
-            .parquet(self.fs.uri(folder))
-        return observed.get["rows"], observed.get["hi"] or 0, observed.get["lo"] or 0
+        out.observe(observed, F.count(F.lit(1)).alias("rows"), F.count(F.when(number.isNull(), 1)).alias("nulls"),
+                    F.min(number).alias("first"), F.max(number).alias("last")).write.parquet(self.fs.uri(folder))
+        got = observed.get
+        return Batch(int(got["rows"]), int(got["nulls"]), got["first"], got["last"])
+
+    def part_counts(self, folder: str) -> dict[int, int]:
+        """Rows per part of a written stream batch (one Spark job reading only the part numbers)."""
+        counted = self.spark.read.schema(StructType([StructField(PART_COLUMN, LongType(), True)])) \
+            .parquet(self.fs.uri(folder)).groupBy(PART_COLUMN).count().collect()
+        return {int(row[PART_COLUMN]): int(row["count"]) for row in counted}
 
     def write_table(self, definition: ObjectDef, frame: DataFrame, folder: str) -> int:
         """Write dimension-table rows into ``folder``; returns the row count."""
@@ -197,3 +292,13 @@ class PartStore:
     def delete_object(self, definition: ObjectDef) -> None:
         self.forget(definition)
         self.fs.delete(f"data/{definition.id}")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """What the write of a stream batch observed."""
+
+    rows: int
+    nulls: int                     # rows whose timestamp is NULL
+    first: int | None              # its first and last part (None without rows)
+    last: int | None

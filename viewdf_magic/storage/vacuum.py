@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..catalog.actions import Vacuumed
 from ..catalog.catalog import Catalog
 from ..catalog.filesystem import FileSystem
-from .parts import PART_COLUMN
+from .slices import PART_COLUMN
 
 DATA = "data"
 
@@ -36,9 +36,8 @@ def _top_folder(folder: str) -> str:
 
 def referenced_folders(catalog: Catalog) -> set[str]:
     """Every write folder that a committed part or table row references."""
-    folders: set[str] = set()
+    folders = {_top_folder(folder) for folder in catalog.references}
     for state in catalog.states.values():
-        folders.update(_top_folder(f) for meta in state.parts.values() for f in meta.folders)
         folders.update(_top_folder(f) for f in state.table_folders)
     return folders
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from ..language.queries import fragment_tokens, parse_query
+from ..language.queries import parse_query
 from ..language.source import Fragment, Replacement, RewrittenText
 from ..language.statements import Name
-from ..language.tokens import IDENTIFIER_TYPES, quote_name
+from ..language.tokens import IDENTIFIER_TYPES, fragment_tokens, quote_name
 from .match_pattern import Node, read_pattern, variables
 
 PLACEHOLDER = "__match_rows"      # the clause's rows, in the query around it

@@ -17,7 +17,7 @@ from sqlglot.tokens import Token, TokenType
 from ..language.queries import parse_query
 from ..language.source import Fragment, Replacement, RewrittenText
 from ..language.statements import Name
-from ..language.tokens import IDENTIFIER_TYPES, tokenize
+from ..language.tokens import IDENTIFIER_TYPES, fragment_tokens
 
 OCCURRENCE_PREFIX = "__occ"
 AGGREGATES: dict[type[exp.Expr], str] = {exp.Sum: "sum", exp.Count: "count", exp.Min: "min", exp.Max: "max", exp.Avg: "avg"}
@@ -71,10 +71,7 @@ class PatternClause:
 
 def find_pattern(query: Fragment) -> PatternClause | None:
     """The query's PATTERN clause and its companions, or None when it has no PATTERN."""
-    tokens = tokenize(query.text)
-    for token in tokens:
-        token.start += query.start
-        token.end += query.start
+    tokens = fragment_tokens(query)
     found = [i for i, t in enumerate(tokens) if _word(t) == "PATTERN" and i + 1 < len(tokens)
              and tokens[i + 1].token_type in (TokenType.L_BRACKET, TokenType.L_PAREN)]
     if not found:

@@ -233,29 +233,35 @@ class PatternTranslation:
         stored = fsm.stored_states()
         carry = self.carries
         killer = render(fsm.killer, event="") if fsm.killer is not None else None
+        stamp = ", PART_TIMESTAMP AS at" if carry else ""       # when a match is found (the final view's part)
         lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e"
-                 + (f", {killer} AS killer" if killer else "") + f" FROM {quote_name(self.stream)}[{part}]{self._filter()})"]
+                 + (f", {killer} AS killer" if killer else "") + f"{stamp} FROM {quote_name(self.stream)}[{part}]"
+                 f"{self._filter()})"]
         if self.single_events:
             # one event per group: it is the group's whole part (n = 1), and a killer ends its runs
             if carry and killer:
-                lines.append(f", live AS (SELECT {key_list}IF(killer, 0, 1) AS n, e, killer FROM events)")
+                lines.append(f", live AS (SELECT {key_list}IF(killer, 0, 1) AS n, e, killer{stamp and ', at'} FROM events)")
             else:
-                lines.append(f", live AS (SELECT {key_list}1 AS n, e FROM events" + (" WHERE NOT killer)" if killer else ")"))
+                lines.append(f", live AS (SELECT {key_list}1 AS n, e{stamp and ', at'} FROM events"
+                             + (" WHERE NOT killer)" if killer else ")"))
             events = ["n", "e"]
         else:
-            lines.append(f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events"
-                         + (" WHERE NOT killer" if killer else "") + f"{group})")
+            lines.append(f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs{stamp and ', max(at) AS at'} "
+                         f"FROM events" + (" WHERE NOT killer" if killer else "") + f"{group})")
             events = ["evs"]
         if previous is None:
             slots = "".join(f", {self._empty(k)} AS s{k}" for k in stored)
-            lines.append(f", joined AS (SELECT {key_list}{', '.join(events)}{slots} FROM live)")
+            unmatched = f", at, CAST(NULL AS {self.run_type}) AS h_matched, CAST(NULL AS timestamp) AS h_matched_at" \
+                if carry else ""
+            lines.append(f", joined AS (SELECT {key_list}{', '.join(events)}{slots}{unmatched} FROM live)")
         elif carry:
             merged = ", ".join(f"coalesce(live.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}" for k in fsm.query.keys)
             cut = self.single_events and killer
             slots = "".join(f", {self._previous(k, 'coalesce(live.killer, false)' if cut else None)}" for k in stored)
             carried = "coalesce(live.n, 0) AS n, live.e" if self.single_events else "coalesce(live.evs, array()) AS evs"
             lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}{carried}"
-                         f"{slots} FROM live FULL OUTER JOIN {quote_name(self.helper)}[{previous}] AS h "
+                         f"{slots}, live.at, h.matched AS h_matched, h.matched_at AS h_matched_at "
+                         f"FROM live FULL OUTER JOIN {quote_name(self.helper)}[{previous}] AS h "
                          f"ON {self._same_key('live', 'h')})")
         else:
             slot_columns = [self._previous(k) for k in stored]
@@ -269,9 +275,10 @@ class PatternTranslation:
             lines.append(f", cut AS (SELECT {key_list}max(e) AS last_killer FROM events AS x WHERE killer AND "
                          f"EXISTS (SELECT 1 FROM {holders} {self._same_key('x', 'y')}){group})")
             slots = "".join(f", IF(cut.last_killer IS NULL, p.s{k}, {self._empty(k)}) AS s{k}" for k in stored)
+            passed = ", p.at, p.h_matched, p.h_matched_at" if carry else ""
             lines.append(f", prior AS (SELECT {', '.join(self._keys('p'))}{', ' if keys else ''}"
-                         f"IF(cut.last_killer IS NULL, p.evs, filter(p.evs, z -> z > cut.last_killer)) AS evs{slots} "
-                         f"FROM joined AS p LEFT JOIN cut ON {self._same_key('p', 'cut')})")
+                         f"IF(cut.last_killer IS NULL, p.evs, filter(p.evs, z -> z > cut.last_killer)) AS evs{slots}"
+                         f"{passed} FROM joined AS p LEFT JOIN cut ON {self._same_key('p', 'cut')})")
         else:
             lines.append(", prior AS (SELECT * FROM joined)")
         before = {v.index: (f"s{v.index}" if v.index in stored else self._empty(v.index)) for v in fsm.variables}
@@ -279,20 +286,31 @@ class PatternTranslation:
         empty = f"named_struct({', '.join(repr(f's{k}') + ', ' + self._empty(k) for k in before)})"
         # LATERAL VIEW binds the runs once: a filter on them is not pushed below it (which would
         # copy the whole step into the filter once per state)
+        passed = ", at, h_matched, h_matched_at" if carry else ""
         if self.single_events:
             one = self.step(lambda k: before[k], "e")
             folded = f"CASE WHEN n = 0 THEN {slots} ELSE {one} END" if carry else one   # n = 0: runs carried
-            lines.append(f", folded AS (SELECT {key_list}n, st FROM prior LATERAL VIEW explode(array(\n    {folded})) AS st)")
+            lines.append(f", folded AS (SELECT {key_list}n, st{passed} FROM prior LATERAL VIEW explode(array(\n"
+                         f"    {folded})) AS st)")
         else:
             one = self.step(lambda k: before[k], "evs[0]")
             several = self.step(lambda k: f"acc.s{k}", "ev", depth=1)
-            lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st FROM prior LATERAL VIEW explode(array(\n"
+            lines.append(f", folded AS (SELECT {key_list}size(evs) AS n, st{passed} FROM prior LATERAL VIEW explode(array(\n"
                          f"    CASE WHEN size(evs) = 0 THEN {slots if carry else empty}\n"
                          f"    WHEN size(evs) = 1 THEN {one}\n"
                          f"    ELSE aggregate(evs, {slots}, (acc, ev) -> {several}) END)) AS st)")
         final = fsm.final.index
         alive = [f"size(st.s{k}) > 0" if fsm.many(k) else f"st.s{k} IS NOT NULL" for k in stored]
         outputs = [f"st.s{k} AS s{k}" for k in stored]
+        if carry:
+            # a group without events in the part keeps its row as it was, match included (UNCHANGED WHEN)
+            match = self.matched(f"st.s{final}")
+            lines.append(f", matching AS (SELECT *, IF(n > 0, {match}, h_matched) AS matched, "
+                         f"IF(n > 0, IF({match} IS NULL, NULL, at), h_matched_at) AS matched_at FROM folded)")
+            outputs += ["matched", "matched_at"]
+            alive.append("matched IS NOT NULL")
+            lines.append(f"SELECT {key_list}{', '.join(outputs)} FROM matching\nWHERE {' OR '.join(alive)}")
+            return "\n".join(lines)
         if self.match_column == "matched":
             matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
             outputs.append(f"{matched} AS matched")
@@ -329,8 +347,9 @@ class PatternTranslation:
         lines.append(f", seqs AS (SELECT {key_list}array_sort(collect_list(struct(p, evs, wipe))) AS ps FROM parts{group})")
         merged = "".join(f"coalesce(seqs.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}, " for k in fsm.query.keys)
         slots = "".join(f", {self._previous(k)}" for k in stored)
-        lines.append(f", joined AS (SELECT {merged}coalesce(seqs.ps, array()) AS ps{slots} FROM seqs FULL OUTER JOIN "
-                     f"{quote_name(self.helper)}[j-1] AS h ON {self._same_key('seqs', 'h')})")
+        matches = ", h.matched AS h_matched, h.matched_at AS h_matched_at" if carry else ""
+        lines.append(f", joined AS (SELECT {merged}coalesce(seqs.ps, array()) AS ps{slots}{matches} FROM seqs FULL OUTER "
+                     f"JOIN {quote_name(self.helper)}[j-1] AS h ON {self._same_key('seqs', 'h')})")
         before = {v.index: (f"s{v.index}" if v.index in stored else self._empty(v.index)) for v in fsm.variables}
         initial = f"named_struct({', '.join(repr(f's{k}') + ', ' + before[k] for k in before)})"
         empty = f"named_struct({', '.join(repr(f's{k}') + ', ' + self._empty(k) for k in before)})"
@@ -341,33 +360,43 @@ class PatternTranslation:
                 f"ELSE aggregate(q.evs, pre, (acc, ev) -> {several}) END")
         # without CONTIGUITY EVENTS a part without events ends a group's runs
         prior = f"CASE WHEN q.wipe{'' if carry else ' OR q.p <> sc.last + 1'} THEN {empty} ELSE sc.st END"
-        emitted = "named_struct('p', q.p, 'n', size(q.evs), 'st', nx)"
-        scan = (f"aggregate(ps, named_struct('last', CAST(__vdf_first - 1 AS bigint), 'st', initial, 'out', "
-                f"CAST(array() AS array<struct<p:bigint,n:int,st:{state}>>)), (sc, q) -> transform(array({prior}), "
-                f"pre -> transform(array({fold}), nx -> named_struct('last', q.p, 'st', nx, 'out', "
-                f"concat(sc.out, array({emitted}))))[0])[0])")
-        lines.append(f", starting AS (SELECT {key_list}{initial} AS initial, ps FROM joined)")
-        lines.append(f", scanned AS (SELECT {key_list}initial, {scan} AS sc FROM starting)")
+        final = fsm.final.index
+        # with CONTIGUITY EVENTS a group's match (and the part it was found in) stays until its next event
+        kept = (f"named_struct('m', IF(size(q.evs) > 0, {self.matched(f'nx.s{final}')}, sc.kept.m), 'at', "
+                f"IF(size(q.evs) > 0, IF({self.matched(f'nx.s{final}')} IS NULL, NULL, timestamp_seconds(q.p * "
+                f"{self.partition_length})), sc.kept.at))") if carry else "sc.kept"
+        kept_type = f"struct<m:{self.run_type},at:timestamp>"
+        start = "named_struct('m', h_matched, 'at', h_matched_at)" if carry else \
+            f"CAST(named_struct('m', NULL, 'at', NULL) AS {kept_type})"
+        emitted = f"named_struct('p', q.p, 'n', size(q.evs), 'st', nx, 'kept', {kept})"
+        scan = (f"aggregate(ps, named_struct('last', CAST(__vdf_first - 1 AS bigint), 'st', initial, 'kept', kept, "
+                f"'out', CAST(array() AS array<struct<p:bigint,n:int,st:{state},kept:{kept_type}>>)), (sc, q) -> "
+                f"transform(array({prior}), pre -> transform(array({fold}), nx -> transform(array({emitted}), "
+                f"o -> named_struct('last', q.p, 'st', nx, 'kept', o.kept, 'out', concat(sc.out, array(o))))[0])[0])[0])")
+        lines.append(f", starting AS (SELECT {key_list}{initial} AS initial, {start} AS kept, ps FROM joined)")
+        lines.append(f", scanned AS (SELECT {key_list}initial, kept, {scan} AS sc FROM starting)")
         after_last = "CAST(__vdf_last + 1 AS bigint)"
-        lines.append(f", emitted AS (SELECT {key_list}o.p AS p, o.n AS n, o.st AS st, "
+        lines.append(f", emitted AS (SELECT {key_list}o.p AS p, o.n AS n, o.st AS st, o.kept AS kept, "
                      f"coalesce(try_element_at(sc.out, pos + 2).p, {after_last}) AS next "
                      f"FROM scanned LATERAL VIEW posexplode(sc.out) AS pos, o)")
         alive = lambda run: [f"size({run}.s{k}) > 0" if fsm.many(k) else f"{run}.s{k} IS NOT NULL"  # noqa: E731
                              for k in stored]
         if carry:
-            lines.append(f", segments AS (SELECT {key_list}p, st, next FROM emitted UNION ALL "
-                         f"SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, "
+            lines.append(f", segments AS (SELECT {key_list}p, st, kept, next FROM emitted UNION ALL "
+                         f"SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, kept, "
                          f"coalesce(try_element_at(sc.out, 1).p, {after_last}) AS next FROM scanned "
-                         f"WHERE {' OR '.join(alive('initial')) or 'false'})")
-            lines.append(f", steps AS (SELECT {key_list}p, n, st FROM emitted UNION ALL "
-                         f"SELECT {key_list}c AS p, 0 AS n, st FROM segments LATERAL VIEW explode(IF(next - 1 >= p + 1, "
+                         f"WHERE {' OR '.join(alive('initial') + ['kept.m IS NOT NULL'])})")
+            lines.append(f", steps AS (SELECT {key_list}p, n, st, kept FROM emitted UNION ALL "
+                         f"SELECT {key_list}c AS p, 0 AS n, st, kept FROM segments LATERAL VIEW explode(IF(next - 1 >= p + 1, "
                          f"sequence(p + 1, next - 1), CAST(array() AS array<bigint>))) AS c)")
         else:
             lines.append(f", steps AS (SELECT {key_list}p, n, st FROM emitted)")
-        final = fsm.final.index
         conditions = alive("st")
         outputs = [f"st.s{k} AS s{k}" for k in stored]
-        if self.match_column == "matched":
+        if carry:
+            outputs += ["kept.m AS matched", "kept.at AS matched_at"]
+            conditions.append("kept.m IS NOT NULL")
+        elif self.match_column == "matched":
             matched = f"IF(n > 0, {self.matched(f'st.s{final}')}, NULL)"
             outputs.append(f"{matched} AS matched")
             conditions.append(f"{matched} IS NOT NULL")
@@ -377,14 +406,21 @@ class PatternTranslation:
     def final_query(self, part: str) -> str:
         match = self.match_column
         outputs = [f"{render(t, run=match)} AS {quote_name(name)}" for name, t in self.fsm.outputs]
-        return f"SELECT {', '.join(outputs)}\nFROM {quote_name(self.helper)}[{part}]\nWHERE {match} IS NOT NULL"
+        found_here = " AND matched_at = PART_TIMESTAMP" if self.carries else ""     # not a match carried over
+        return (f"SELECT {', '.join(outputs)}\nFROM {quote_name(self.helper)}[{part}]\n"
+                f"WHERE {match} IS NOT NULL{found_here}")
+
+    def _declared(self, fact: str) -> str:
+        """With CONTIGUITY EVENTS, a part without events changes no group: the Helper's part is the one
+        before it, and the final view's part is empty."""
+        return f"{fact} WHEN {quote_name(self.stream)}[j] IS EMPTY\n" if self.carries else ""
 
     def helper_text(self) -> str:
         helper = quote_name(self.helper)
         return (f"CREATE VIEW {helper} AS\nINITIALIZE {helper}[i] AS\n{_indent(self.helper_query('i', None))}\n"
                 f"UPDATE {helper}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
                 f"RANGE {helper}[j] AS\n{_indent(self.helper_range_query())}\n"
-                f"PARTITION LENGTH {self.partition_length}")
+                f"{self._declared('UNCHANGED')}PARTITION LENGTH {self.partition_length}")
 
     def final_text(self) -> str:
         direct = direct_sql(self.fsm.query, self.stream, self.partition_length, self.timestamp, self.columns,
@@ -393,7 +429,7 @@ class PatternTranslation:
         return (f"CREATE VIEW {name} AS\nINITIALIZE {name}[i] AS\n{_indent(self.final_query('i'))}\n"
                 f"UPDATE {name}[j] AS\n{_indent(self.final_query('j'))}\n"
                 f"RECOMPUTE {name}[j] AS\n{_indent(direct)}\n"
-                f"PARTITION LENGTH {self.partition_length}")
+                f"{self._declared('EMPTY')}PARTITION LENGTH {self.partition_length}")
 
 
 def _indent(text: str) -> str:

@@ -15,7 +15,7 @@ from sqlglot.tokens import TokenType
 from ..language.queries import parse_query
 from ..language.source import Fragment, Replacement, RewrittenText
 from ..language.statements import Name
-from ..language.tokens import IDENTIFIER_TYPES, tokenize
+from ..language.tokens import IDENTIFIER_TYPES, fragment_tokens
 from ..timeparts import UNIT_SECONDS
 
 
@@ -34,10 +34,7 @@ class WindowClause:
 
 def find_window(query: Fragment) -> WindowClause | None:
     """The query's window clause, or None when it has none."""
-    tokens = tokenize(query.text)
-    for token in tokens:
-        token.start += query.start
-        token.end += query.start
+    tokens = fragment_tokens(query)
     found: WindowClause | None = None
     for index, token in enumerate(tokens):
         if token.token_type != TokenType.L_BRACKET or index + 1 >= len(tokens) or \

@@ -262,10 +262,20 @@ class WindowTranslation:
         floating = any(column.floating for column in pre_schema if column.name.startswith("__s"))
         if floating:
             self.refresh_every = max(REFRESH_MIN_PARTS, 4 * -(-W // r))
-        return self._statement(view, window, update, window, self.refresh_every)
+        return self._statement(view, window, update, window, self.refresh_every, self._unchanged(self.helper("pre")))
+
+    def _unchanged(self, source: str) -> str:
+        """With a slide of one part, part j's window differs from part j-1's only by ``source``'s parts j and
+        j-W: when both are empty, the part is the one before (declared, so no Spark job computes it)."""
+        if self.slide != 1:
+            return ""
+        name = quote_name(source)
+        return f"UNCHANGED WHEN {name}[j] IS EMPTY AND {name}[j-{self.width}] IS EMPTY\n"
 
     def _final_text(self, view: GeneratedView, schema_of) -> str:
         window = self.window_query()
+        if self.mode == "holistic":
+            return self._statement(view, window, window, window, declared=self._unchanged(self.source.name))
         if self.mode != "incremental":
             return self._statement(view, window, window, window)
         keys = self._keys()
@@ -285,17 +295,21 @@ class WindowTranslation:
                     source, read, where = dict(zip(extremes, values)), self.helper("chunks"), f" WHERE {flag} = 1"
                 picked = keys + [f"{source[c]} AS {c}" if c in source else f"NULL AS {c}" for c in state]
                 branches.append(f"SELECT {', '.join(picked)} FROM {quote_name(read)}[{ref.subscript}]{where}")
-        kinds = dict((c, kind) for kind, c in self._extremes())
-        combined = keys + [f"{kinds.get(c, 'max')}({c}) AS {c}" for c in state]
-        union = "\n      UNION ALL ".join(branches)
-        inner = (f"SELECT {', '.join(combined)}\n  FROM ({union}) AS __u"
-                 + (f"\n  GROUP BY {', '.join(keys)}" if keys else ""))
+        if len(branches) == 1 and not self.distributive:
+            # the running sums alone: the view is a projection of the sum helper's part (no job of its own)
+            inner = f"{quote_name(self.helper('sum'))}[j]"
+        else:
+            kinds = dict((c, kind) for kind, c in self._extremes())
+            combined = keys + [f"{kinds.get(c, 'max')}({c}) AS {c}" for c in state]
+            union = "\n      UNION ALL ".join(branches)
+            inner = (f"(SELECT {', '.join(combined)}\n  FROM ({union}) AS __u"
+                     + (f"\n  GROUP BY {', '.join(keys)}" if keys else "") + ")")
         items = [f"CAST({self._rewrite(item)} AS {column.sql_type}) AS {quote_name(column.name)}"
                  for item, column in zip(self.query.items, self.output)]
         having = self.query.having
         where = f"\nWHERE {self._rewrite(having, having=True)}" if having is not None else ""
-        body = f"SELECT {', '.join(items)}\nFROM ({inner}) AS __w{self._holistic_join()}{where}"
-        return self._statement(view, body, body, window)
+        body = f"SELECT {', '.join(items)}\nFROM {inner} AS __w{self._holistic_join()}{where}"
+        return self._statement(view, body, body, window, declared=self._unchanged(self.helper("pre")))
 
     def _holistic_join(self) -> str:
         """The holistic aggregates over the window's source parts, per group, joined NULL-safely on the
@@ -344,7 +358,7 @@ class WindowTranslation:
         return node.copy().transform(replace).sql(dialect="spark")
 
     def _statement(self, view: GeneratedView, initialize: str, update: str, recompute: str | None,
-                   refresh: int | None = None) -> str:
+                   refresh: int | None = None, declared: str = "") -> str:
         name = quote_name(view.name)
         text = f"CREATE VIEW {name} AS\nINITIALIZE {name}[{'i' if view.role == 'pre' else 'j'}] AS\n" \
                f"{initialize}\nUPDATE {name}[{'i' if view.role == 'pre' else 'j'}] AS\n{update}\n"
@@ -352,7 +366,7 @@ class WindowTranslation:
             text += f"RECOMPUTE {name}[j] AS\n{recompute}\n"
         if refresh:
             text += f"REFRESH EVERY {refresh} PARTS\n"
-        return text + f"PARTITION LENGTH {view.partition_length}"
+        return text + declared + f"PARTITION LENGTH {view.partition_length}"
 
     # -- EXPLAIN -------------------------------------------------------------------------------
     def notes(self) -> str:

@@ -1,0 +1,122 @@
+"""Figures from the Nexmark runs: events per second per core and the latency of one part, as
+medians over the view's parts; a table and a plot.
+
+A view part of q5 spans slide / part stream parts, of q7 and q8 window / part; a *cycle* is as many
+stream parts, ending with the one whose arrival makes the view part (the last of its span; for q7 the
+first, the part after the window it holds), and its seconds are theirs added up. Per cycle,
+throughput is its events over its seconds, divided by the cores the system used (2 for local[2],
+Flink's parallelism); the latency of one part is the seconds of the cycle's last part: the ingest
+of that part and the maintenance that makes the view part (ViewDF), the micro-batch (Structured
+Streaming), the recomputation (naive). The first ``warmup`` cycles are left out. Flink runs one job
+over all parts: its throughput is the events over the job's seconds less those of the same job over
+no events (planning, deployment, start-up), and its latency of one part is derived from that (a
+stream part's events at that rate), not measured.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import defaultdict
+from dataclasses import dataclass
+
+from .nexmark_runs import Run
+
+
+@dataclass(frozen=True)
+class Figures:
+    """One system's figures for one query (None where it has none)."""
+
+    system: str
+    query: str
+    cores: int
+    events_per_core: float | None          # events per second per core, median over cycles
+    part_seconds: float | None             # latency of one part, median over cycles
+    ingest_seconds: float | None           # of which ingest (ViewDF)
+    cycles: int
+    equal: bool | None = None
+
+
+def _cycles(values: list[float], subscripts: tuple[int, ...], period: int, offset: int,
+            warmup: int) -> list[list[float]]:
+    grouped: dict[int, list[float]] = defaultdict(list)
+    for subscript, value in zip(subscripts, values):
+        grouped[(subscript - offset) // period].append(value)
+    whole = [grouped[key] for key in sorted(grouped) if len(grouped[key]) == period]
+    return whole[warmup:]
+
+
+def figures(run: Run, events: list[int], subscripts: tuple[int, ...], period: int, offset: int,
+            warmup: int) -> Figures:
+    """``run``'s figures, given the events of each part, the parts per cycle and the offset of the
+    part that closes a cycle."""
+    if run.job_seconds is not None:
+        return _flink_figures(run, events)
+    seconds = _cycles(run.part_seconds, subscripts, period, offset, warmup)
+    counts = _cycles([float(e) for e in events], subscripts, period, offset, warmup)
+    if not seconds:
+        return Figures(run.system, run.query, run.cores, None, None, None, 0)
+    ingest = _cycles(run.ingest_seconds, subscripts, period, offset, warmup) if run.ingest_seconds else None
+    return Figures(run.system, run.query, run.cores,
+                   statistics.median(sum(n) / sum(s) / run.cores for n, s in zip(counts, seconds)),
+                   statistics.median(s[-1] for s in seconds),
+                   statistics.median(s[-1] for s in ingest) if ingest else None, len(seconds))
+
+
+def _flink_figures(run: Run, events: list[int]) -> Figures:
+    """Throughput over the job's seconds less the empty job's; none when that difference is under a
+    quarter of the job (the input is too small to time against the fixed cost). The latency of one
+    part: a stream part's events (the median) at that throughput."""
+    assert run.job_seconds is not None and run.empty_job_seconds is not None
+    net = run.job_seconds - run.empty_job_seconds
+    if net < run.job_seconds / 4:
+        return Figures(run.system, run.query, run.cores, None, None, None, 1)
+    per_core = sum(events) / net / run.cores
+    return Figures(run.system, run.query, run.cores, per_core, statistics.median(events) / (per_core * run.cores),
+                   None, 1)
+
+
+def _number(value: float | None, digits: int = 2) -> str:
+    """Always with decimals and no thousands separator: a notebook's saved outputs mask decimal numbers."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def table(rows: list[Figures]) -> str:
+    """The figures as a fixed-width table (numbers always with decimals)."""
+    header = ("query", "system", "cores", "events/s per core", "one part (s)", "of which ingest (s)", "cycles", "equal")
+    lines = [header] + [(f.query, f.system, str(f.cores), _number(f.events_per_core, 1), _number(f.part_seconds),
+                         _number(f.ingest_seconds), str(f.cycles),
+                         {True: "yes", False: "NO", None: "-"}[f.equal]) for f in rows]
+    widths = [max(len(line[k]) for line in lines) for k in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
+                     for line in lines)
+
+
+def plot(rows: list[Figures], path: str | None = None, title: str = ""):
+    """Two panels, events per second per core and seconds per part, a bar per system and query."""
+    import matplotlib
+
+    if path is not None:
+        matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    queries = sorted({f.query for f in rows})
+    systems = [s for s in ("viewdf", "streaming", "flink", "naive") if any(f.system == s for f in rows)]
+    figure, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    width = 0.8 / max(len(systems), 1)
+    for panel, (attribute, label) in zip(axes, (("events_per_core", "events/s per core"),
+                                                 ("part_seconds", "latency of one part (s)"))):
+        for k, system in enumerate(systems):
+            values = {f.query: getattr(f, attribute) for f in rows if f.system == system}
+            heights = [values.get(q) or 0 for q in queries]
+            panel.bar([i + k * width for i in range(len(queries))], heights, width, label=system)
+        panel.set_xticks([i + width * (len(systems) - 1) / 2 for i in range(len(queries))], queries)
+        panel.set_yscale("log")
+        panel.set_ylabel(label)
+    axes[1].set_title("Flink: derived from its throughput", fontsize=8, loc="right")
+    axes[0].legend(fontsize=8)
+    if title:
+        figure.suptitle(title, fontsize=9)
+    figure.tight_layout()
+    if path is not None:
+        figure.savefig(path, dpi=120)
+    return figure

@@ -1,0 +1,55 @@
+"""Part slices (storage/slices.py): the text a part's folders are recorded as, and how a read of many
+parts groups them into Parquet scans without ever reading rows a part no longer has."""
+
+from __future__ import annotations
+
+import pytest
+
+from viewdf_magic.storage.slices import Scan, Slice, Wanted, folder_of, plan_scans
+
+
+def test_slice_text_round_trips():
+    for piece in [Slice("data/a1/f0"), Slice("data/a1/f0/__part=7"), Slice("data/a1/f0", 5, 3, 9),
+                  Slice("data/a1/f0", -5, -10, -1), Slice("data/a1/f0", 5, 5, 5, "__vdf_0123456789ab")]:
+        assert Slice.parse(piece.text) == piece
+    assert folder_of("data/a1/f0#5[3,9]@__vdf_x") == "data/a1/f0"
+    assert Slice("data/a1/f0", 5, 3, 9).text == "data/a1/f0#5[3,9]"
+    with pytest.raises(ValueError):
+        Slice.parse("data/a1/f0#5")
+
+
+def test_one_scan_for_the_older_layout_and_one_for_runs():
+    old = [Wanted(Slice(f"data/a/{k}"), k) for k in range(3)]
+    run = [Wanted(Slice("data/a/run", k, 3, 9), k) for k in range(3, 6)]
+    assert plan_scans(old + run) == [
+        Scan(("data/a/0", "data/a/1", "data/a/2"), None, None),
+        Scan(("data/a/run",), None, {3: (3,), 4: (4,), 5: (5,)})]
+
+
+def test_folders_of_single_parts_and_runs_share_a_scan():
+    wanted = [Wanted(Slice("data/a/run", k, 0, 4), k) for k in range(5)] + \
+             [Wanted(Slice(f"data/a/{k}", k, k, k), k) for k in (5, 6)]
+    [scan] = plan_scans(wanted)
+    assert scan.folders == ("data/a/run", "data/a/5", "data/a/6") and sorted(scan.targets) == list(range(7))
+    assert not scan.restamped
+
+
+def test_a_folder_holding_a_recomputed_part_is_scanned_alone():
+    # part 2 of the run was recomputed after late data into its own folder: the run's rows of part 2 are
+    # stale, so a scan that keeps part 2 must not read the run folder
+    wanted = [Wanted(Slice("data/a/run", k, 0, 4), k) for k in (0, 1, 3, 4)] + [Wanted(Slice("data/a/new", 2, 2, 2), 2)]
+    scans = plan_scans(wanted)
+    assert scans == [Scan(("data/a/new",), None, {2: (2,)}),
+                     Scan(("data/a/run",), None, {0: (0,), 1: (1,), 3: (3,), 4: (4,)})]
+
+
+def test_carried_parts_are_read_as_every_part_that_carries_them():
+    # parts 7 and 8 hold part 6's rows (UNCHANGED WHEN): one scan, part 6's rows stamped 6, 7 and 8
+    source = Slice("data/a/run", 6, 4, 6)
+    [scan] = plan_scans([Wanted(source, 6), Wanted(source, 7), Wanted(source, 8)])
+    assert scan.targets == {6: (6, 7, 8)} and scan.restamped
+
+
+def test_embedded_rows_are_scanned_by_their_column():
+    wanted = [Wanted(Slice("data/h/0", 0, 0, 0, "__vdf_v"), 0), Wanted(Slice("data/v/1", 1, 1, 1), 1)]
+    assert plan_scans(wanted) == [Scan(("data/h/0",), "__vdf_v", {0: (0,)}), Scan(("data/v/1",), None, {1: (1,)})]

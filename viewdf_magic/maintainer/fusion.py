@@ -1,0 +1,115 @@
+"""Fused parts (issue 17): a view whose part is a projection of one part of another view (a pattern's
+or a window's final view, the paper's View2 over Helper) gets no Spark job of its own. When its source's
+part is written, the same job adds one struct column holding the view's row (NULL where the row is
+filtered out), counts and hashes it, and the view's part is recorded as that column of the source's
+folder (storage/slices.py). Reading, lineage, VERIFY, retention and late-data repair see an ordinary
+part; a repair recomputes it on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.sql import DataFrame
+
+from ..catalog.catalog import Catalog
+from ..catalog.model import PART_TIMESTAMP, ObjectDef
+from ..language.projection import Projection, projection
+from ..language.queries import CompiledQuery, RefKind
+from ..storage.parts import Embedded
+from .execute import QueryRunner
+from .timeline import Timeline
+from .views import CompiledView
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """A view whose parts ``first .. last`` are written with its source's, by ``sql`` over ``placeholder``
+    (the source's rows, with the view's row in struct column ``column``); ``hows`` are the clauses
+    (initialize, update) its parts are recorded as computed by, ``queries`` those clauses."""
+
+    view: ObjectDef
+    placeholder: str
+    sql: str
+    column: str
+    hows: dict[int, tuple[str, CompiledQuery]]
+
+
+def embed(fusions: list[Fusion], runner: QueryRunner, frame: DataFrame) -> tuple[DataFrame, Embedded]:
+    """``frame`` (a source's rows with PART_TIMESTAMP) with each fused view's struct column added."""
+    for fusion in fusions:
+        with runner.named({fusion.placeholder: frame}) as sql:
+            frame = sql(fusion.sql)
+    return frame, tuple((f.column, f.view.schema) for f in fusions)
+
+
+class Fuser:
+    """Decides which views' parts are written with their source's."""
+
+    def __init__(self, catalog: Catalog, timeline: Timeline, compiled: Callable[[ObjectDef], CompiledView]) -> None:
+        self.catalog = catalog
+        self.timeline = timeline
+        self.compiled = compiled
+
+    def analyse(self, view: ObjectDef, query: CompiledQuery) -> tuple[str, Projection]:
+        """The placeholder of the one part ``query`` projects, and the projection (or why not)."""
+        parts = [b for b in query.bindings if b.kind is not RefKind.TABLE]
+        if len(query.bindings) != 1 or len(parts) != 1:
+            return "", Projection(None, reason="it reads more than one input")
+        binding = parts[0]
+        source = self.catalog.get(binding.name)
+        if binding.kind is not RefKind.PARTS or binding.lower is not binding.upper or binding.upper is None \
+                or binding.upper.offset(query.variable or "") != 0:
+            return "", Projection(None, reason=f"it reads {binding.text}, not the part it computes")
+        if source is None or source.kind != "view" or source.key == view.key:
+            return "", Projection(None, reason=f"{binding.name} is not another view (a stream part is written by ingest)")
+        if source.partition_length != view.partition_length:
+            return "", Projection(None, reason=f"{binding.name} has another partition length")
+        found = projection(query.sql, binding.placeholder, tuple(source.schema.fieldNames()) + (PART_TIMESTAMP,))
+        if found.items is not None and len(found.items) != len(view.schema.fields):
+            return "", Projection(None, reason="its columns do not match the view's")
+        return binding.placeholder, found
+
+    def describe(self, view: ObjectDef) -> str:
+        """EXPLAIN VIEW's sentence on whether the view's parts are written with its source's."""
+        compiled = self.compiled(view)
+        placeholder, found = self.analyse(view, compiled.update)
+        if found.items is None:
+            return f"{view.name}'s parts run Spark jobs of their own: its UPDATE query is not a projection of one " \
+                   f"part of another view ({found.reason})."
+        source = compiled.update.bindings[0].name
+        return (f"{view.name}'s parts need no Spark job of their own: its UPDATE is a projection of {source}[j], so "
+                f"each part is computed in the job that writes {source}'s part (when both are maintained together).")
+
+    def fusions(self, source: ObjectDef, first: int, last: int, blocked: set[str]) -> list[Fusion]:
+        """The views reading ``source`` whose parts ``first .. last`` can be written with ``source``'s: each
+        is a projection of ``source``'s same part, by one query for the whole run, and is due at ``first``."""
+        found = []
+        for view in self.catalog.dependents(source.name):
+            if view.key in blocked or view.partition_length != source.partition_length \
+                    or self.timeline.next_part(view) != first:
+                continue
+            compiled = self.compiled(view)
+            has_parts = bool(self.catalog.state(view.name).parts)
+            hows = {s: compiled.clause(s, has_parts or s != first) for s in range(first, last + 1)}
+            fusion = self._fusion(source, view, hows)
+            if fusion is not None:
+                found.append(fusion)
+        return found
+
+    def _fusion(self, source: ObjectDef, view: ObjectDef, hows: dict[int, tuple[str, CompiledQuery]]) -> Fusion | None:
+        column = f"__vdf_{view.id}"
+        fields = [(f.name, f.dataType.simpleString()) for f in view.schema.fields]
+        fused: dict[str, tuple[str, str]] = {}       # query text -> (placeholder, fused SQL)
+        for _, query in hows.values():
+            if query.sql not in fused:
+                placeholder, found = self.analyse(view, query)
+                if found.items is None or query.bindings[0].name.lower() != source.key:
+                    return None
+                fused[query.sql] = (placeholder, found.fused(column, fields))
+        shapes = {sql.replace(placeholder, "__vdf_source") for placeholder, sql in fused.values()}
+        if len(shapes) != 1:
+            return None
+        placeholder, sql = next(iter(fused.values()))
+        return Fusion(view, placeholder, sql, column, hows)
