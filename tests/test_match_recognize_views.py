@@ -109,11 +109,13 @@ PART_SHAPES = {
 
 @st.composite
 def streams(draw) -> tuple[list[dict[str, object]], int, list[int]]:
-    """Rows of S for keys a and b (prices 1-4, steps of 0-2 s, so ties in ts), a partition length, and
-    the parts after which a batch ends."""
+    """Rows of S for keys a and b (prices 1-4, steps of 0-2 s, so ties in ts, and now and then a pause of
+    both keys, so parts without rows), a partition length, and the parts after which a batch ends."""
     rows: list[dict[str, object]] = []
     clocks = {"a": 0, "b": 0}
     for number in range(draw(st.integers(min_value=4, max_value=36))):
+        if draw(st.integers(0, 9)) == 0:
+            clocks = {k: clock + 11 for k, clock in clocks.items()}
         key = draw(st.sampled_from("ab"))
         clocks[key] += draw(st.sampled_from((0, 1, 1, 2)))
         rows.append({"key": key, "ts": datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=clocks[key]),

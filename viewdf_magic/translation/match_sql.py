@@ -1,7 +1,10 @@
 """The Helper and final ViewDFs of a MATCH_RECOGNIZE view.
 
-``<view>__helper`` keeps, per partition key, the matcher's state after each part (``st``) and the output
-rows of the matches that became final during the part (``out``); the final view explodes ``out``.
+``<view>__helper`` keeps, per partition key, the matcher's state after the key's last part with rows
+(``st``), the output rows of the matches that became final during that part (``out``) and that part's
+``PART_TIMESTAMP`` (``at``); the final view explodes the ``out`` found in its own part. A key without rows in
+a part keeps its row as it was, so the Helper is UNCHANGED WHEN the stream's part is empty, and the final
+view is then EMPTY.
 A part's rows are folded in order (``aggregate``) with this state:
 
 * ``searches``: one per start row whose search is not decided yet, in start order, each a list of
@@ -276,89 +279,100 @@ class MatchTranslation:
         """Whether a partition's row is stored: it has undecided searches or output, or every one is kept."""
         return "true" if self.keeps_every_partition else f"size({state}.searches) > 0 OR size({out}) > 0"
 
-    def _events(self, part: str, extra: str = "") -> list[str]:
+    def _events(self, part: str, extra: str) -> list[str]:
         """The CTE of the stream's rows as structs (``e``), sorted by ORDER BY, then the other columns."""
         event = "struct(" + ", ".join(quote_name(name) for name, _ in self.columns) + ")"
-        return [f"WITH events AS (SELECT {self._key_list}{event} AS e{extra} FROM {quote_name(self.stream)}[{part}])"]
+        return [f"WITH events AS (SELECT {self._key_list}{event} AS e, {extra} FROM {quote_name(self.stream)}[{part}])"]
 
     @property
     def _key_list(self) -> str:
         return "".join(f"{quote_name(k)}, " for k in self.keys)
 
-    def _joined(self, rows: str, column: str, empty: str) -> str:
-        """The CTE of each partition's ``column`` from ``rows`` joined with its state in Helper[j-1]."""
+    def _joined(self, rows: str, columns: str) -> str:
+        """The CTE of each partition's ``columns`` from ``rows`` (NULL for a partition without rows) joined with its
+        row in Helper[j-1] (``known``, ``st``, ``h_out``, ``h_at``)."""
         merged = "".join(f"coalesce(l.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}, " for k in self.keys)
-        return (f", joined AS (SELECT {merged}coalesce(l.{column}, {empty}) AS {column}, h.st IS NOT NULL AS known, "
-                f"coalesce(h.st, {self._initial()}) AS st FROM {rows} AS l FULL OUTER JOIN {self.helper}[j-1] AS h "
+        return (f", joined AS (SELECT {merged}{columns}, h.st IS NOT NULL AS known, coalesce(h.st, {self._initial()}) "
+                f"AS st, h.out AS h_out, h.at AS h_at FROM {rows} AS l FULL OUTER JOIN {self.helper}[j-1] AS h "
                 f"ON {self._same_keys('l', 'h')})")
 
     def helper_query(self, part: str, previous: bool) -> str:
         """Helper[part] from the stream's part and, when ``previous``, Helper[j-1] (UPDATE)."""
         key_list = self._key_list
         group = f" GROUP BY {', '.join(quote_name(k) for k in self.keys)}" if self.keys else ""
-        lines = self._events(part) + [f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs FROM events{group})"]
+        lines = self._events(part, "PART_TIMESTAMP AS at")
+        lines.append(f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs, max(at) AS at FROM events{group})")
         if previous:
-            lines.append(self._joined("live", "evs", f"CAST(array() AS array<{self.event_type}>)"))
+            lines.append(self._joined("live", "l.evs, l.at"))
         else:
-            lines.append(f", joined AS (SELECT {key_list}evs, {self._initial()} AS st FROM live)")
+            lines.append(f", joined AS (SELECT {key_list}evs, at, {self._initial()} AS st FROM live)")
+        # a partition without rows in the part (evs NULL) keeps its row as it was
+        fold = self._fold(f"coalesce(evs, CAST(array() AS array<{self.event_type}>))", "st")
         # LATERAL VIEW binds the fold once: a filter on it is not pushed below it as a copy
-        lines.append(f", folded AS (SELECT {key_list}f FROM joined LATERAL VIEW explode(array({self._fold('evs', 'st')})) AS f)")
+        lines.append(f", folded AS (SELECT {key_list}evs IS NULL AS idle, {'h_out, h_at, ' if previous else ''}at, f "
+                     f"FROM joined LATERAL VIEW explode(array({fold})) AS f)")
         state = _struct([(f, f"f.{f}") for f in STATE])
-        lines.append(f"SELECT {key_list}{state} AS st, f.out AS out FROM folded WHERE {self._kept('f', 'f.out')}")
+        out, at = ("IF(idle, h_out, f.out)", "IF(idle, h_at, at)") if previous else ("f.out", "at")
+        lines.append(f", stored AS (SELECT {key_list}{state} AS st, {out} AS out, {at} AS at FROM folded)")
+        lines.append(f"SELECT {key_list}st, out, at FROM stored WHERE {self._kept('st', 'out')}")
         return "\n".join(lines)
 
     def helper_range_query(self) -> str:
         """The Helper's RANGE clause (maintainer/ranges.py): a run of parts in one query. Each partition's rows are
         grouped by part and folded part after part from its state in Helper[j-1] (the part before the run); the
         state after each part with rows is stored with that part's output, and carried unchanged through the
-        parts without rows, exactly as UPDATE stores them one part at a time."""
+        parts without rows (output and ``at`` included), exactly as UPDATE stores them one part at a time."""
         key_list = self._key_list
         keys = [quote_name(k) for k in self.keys]
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
-        part_type = f"struct<p:bigint,st:{self.state_type},out:{self.out_type}>"
-        lines = self._events("j", ", __vdf_j AS p")
+        part_type = f"struct<p:bigint,st:{self.state_type},out:{self.out_type},at:timestamp>"
+        lines = self._events("j", "__vdf_j AS p")
         lines.append(f", parts AS (SELECT {key_list}p, array_sort(collect_list(e)) AS evs FROM events GROUP BY {key_list}p)")
         lines.append(f", seqs AS (SELECT {key_list}array_sort(collect_list(named_struct('p', p, 'evs', evs))) AS ps "
                      f"FROM parts{group})")
-        lines.append(self._joined("seqs", "ps", f"CAST(array() AS array<struct<p:bigint,evs:array<{self.event_type}>>>)"))
+        lines.append(self._joined("seqs", f"coalesce(l.ps, CAST(array() AS array<struct<p:bigint,evs:array<"
+                                          f"{self.event_type}>>>)) AS ps"))
         after = _struct([(f, f"f.{f}") for f in STATE])
-        done = _struct([("p", "q.p"), ("st", after), ("out", "f.out")])
+        done = _struct([("p", "q.p"), ("st", after), ("out", "f.out"),
+                        ("at", f"timestamp_seconds(q.p * {self.partition_length})")])
         folded = _let(self._fold("q.evs", "sc.st"), "f", _struct([("st", after), ("out", f"concat(sc.out, array({done}))")]))
         scan = f"aggregate(ps, named_struct('st', st, 'out', CAST(array() AS array<{part_type}>)), (sc, q) -> {folded})"
-        lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, sc.out AS done FROM joined "
+        lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, h_out, h_at, sc.out AS done FROM joined "
                      f"LATERAL VIEW explode(array({scan})) AS sc)")
         beyond = "CAST(__vdf_last + 1 AS bigint)"
-        lines.append(f", segments AS (SELECT {key_list}o.p, o.st, o.out, coalesce(try_element_at(done, pos + 2).p, "
+        lines.append(f", segments AS (SELECT {key_list}o.p, o.st, o.out, o.at, coalesce(try_element_at(done, pos + 2).p, "
                      f"{beyond}) AS next FROM scanned LATERAL VIEW posexplode(done) AS pos, o "
-                     f"UNION ALL SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, "
-                     f"CAST(array() AS {self.out_type}) AS out, coalesce(try_element_at(done, 1).p, {beyond}) AS next "
-                     f"FROM scanned WHERE known)")
-        # a part without rows keeps the state of the part before it, when that state is stored
-        carried = f"IF(next - 1 >= p + 1 AND ({self._kept('st', 'array()')}), sequence(p + 1, next - 1), array())"
-        lines.append(f", steps AS (SELECT {key_list}p, st, out FROM segments WHERE p >= __vdf_first "
-                     f"UNION ALL SELECT {key_list}c AS p, st, CAST(array() AS {self.out_type}) AS out FROM segments "
-                     f"LATERAL VIEW explode({carried}) AS c)")
-        lines.append(f"SELECT {key_list}st, out, p AS __vdf_part FROM steps WHERE {self._kept('st', 'out')}")
+                     f"UNION ALL SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, h_out AS out, "
+                     f"h_at AS at, coalesce(try_element_at(done, 1).p, {beyond}) AS next FROM scanned WHERE known)")
+        # a part without rows keeps the row of the part before it, when that row is stored
+        carried = f"IF(next - 1 >= p + 1 AND ({self._kept('st', 'out')}), sequence(p + 1, next - 1), array())"
+        lines.append(f", steps AS (SELECT {key_list}p, st, out, at FROM segments WHERE p >= __vdf_first "
+                     f"UNION ALL SELECT {key_list}c AS p, st, out, at FROM segments LATERAL VIEW explode({carried}) AS c)")
+        lines.append(f"SELECT {key_list}st, out, at, p AS __vdf_part FROM steps WHERE {self._kept('st', 'out')}")
         return "\n".join(lines)
 
     def final_query(self, part: str) -> str:
-        """The final view's part: the user's query over the rows of the matches emitted in the part."""
+        """The final view's part: the user's query over the rows of the matches emitted in the part (not those a
+        partition without rows in the part carries over)."""
         keys = [f"{quote_name(k)}" for k in self.keys]
         columns = keys + [f"o.{quote_name(o.name)} AS {quote_name(o.name)}" for o in self.outputs]
-        rows = f"(SELECT {', '.join(columns)} FROM {self.helper}[{part}] LATERAL VIEW explode(out) AS o)"
+        rows = (f"(SELECT {', '.join(columns)} FROM {self.helper}[{part}] LATERAL VIEW explode(out) AS o "
+                f"WHERE at = PART_TIMESTAMP)")
         return self.query.around(rows)
 
     def helper_text(self) -> str:
         helper = self.helper
         return viewdf_text(helper, [(f"INITIALIZE {helper}[i]", self.helper_query("i", False)),
                                     (f"UPDATE {helper}[j]", self.helper_query("j", True)),
-                                    (f"RANGE {helper}[j]", self.helper_range_query())], self.partition_length)
+                                    (f"RANGE {helper}[j]", self.helper_range_query())], self.partition_length,
+                           f"UNCHANGED WHEN {quote_name(self.stream)}[j] IS EMPTY")
 
     def final_text(self) -> str:
         name = quote_name(self.name)
         return viewdf_text(name, [(f"INITIALIZE {name}[i]", self.final_query("i")),
                                   (f"UPDATE {name}[j]", self.final_query("j")),
-                                  (f"RECOMPUTE {name}[j]", self.recompute)], self.partition_length)
+                                  (f"RECOMPUTE {name}[j]", self.recompute)], self.partition_length,
+                           f"EMPTY WHEN {quote_name(self.stream)}[j] IS EMPTY")
 
 
 def position_slot(kind: str, variable: str | None) -> Slot:
