@@ -6,17 +6,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+import pandas as pd
 from pyspark.sql import SparkSession
 
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef
 from ..language.parser import parse
 from ..language.statements import CreateQueryView, CreateViewDF
+from ..translation.match_diagram import automaton_svg, automaton_table
 from ..translation.match_pattern import pattern_text
-from ..translation.match_query import read_match_query
+from ..translation.match_query import find_match_recognize, read_match_query
 from ..translation.match_sql import MatchTranslation
 from ..translation.match_view import StreamInfo, translate_match
-from .pattern_views import type_probe
+from .pattern_views import origin_query, type_probe
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,17 @@ class MatchViewPlan:
         pattern = pattern_text(self.translation.query.pattern)
         return (f"PARTITION LENGTH {self.source.partition_length}, MATCH_RECOGNIZE PATTERN ({pattern}) with helper "
                 f"{self.translation.helper}; EXPLAIN VIEW shows its automaton")
+
+    @property
+    def conditions(self) -> dict[str, str]:
+        """Each DEFINE condition, as SQL text, by variable."""
+        return {variable: condition.sql() for variable, condition in self.translation.query.defines.items()}
+
+    def explained(self) -> tuple[str, list[tuple[str, pd.DataFrame]]]:
+        """EXPLAIN VIEW's drawing of the automaton (SVG) and its table of states."""
+        automaton = self.translation.automaton
+        return (automaton_svg(automaton, self.conditions),
+                [("Automaton states", automaton_table(automaton, self.conditions))])
 
     def statements(self, catalog: Catalog) -> Iterator[tuple[CreateViewDF, dict]]:
         """The Helper's statement, then the final view's, with the catalog fields to set."""
@@ -67,3 +80,10 @@ def plan_match_view(statement: CreateQueryView, at: int, catalog: Catalog, spark
         raise statement.fragment.error(f"'{translation.helper}' already exists; {statement.name.text} needs that "
                                        f"name for its helper view", statement.name.start, statement.name.end)
     return MatchViewPlan(statement, source, translation)
+
+
+def replan_match(definition: ObjectDef, catalog: Catalog, spark: SparkSession) -> MatchViewPlan | None:
+    """The translation of a MATCH_RECOGNIZE view, rebuilt from its CREATE VIEW text (None for other views)."""
+    statement = origin_query(definition)
+    at = None if statement is None else find_match_recognize(statement.query)
+    return None if statement is None or at is None else plan_match_view(statement, at, catalog, spark, new=False)
