@@ -91,7 +91,8 @@ def _shown(shell, cell: str) -> str:
 
 def test_the_issues_example_in_viewdf_cells_part_by_part(spark, tmp_path) -> None:
     """%%viewdf: the match spanning three parts is in the part of its last row, VERIFY VIEW finds every part equal
-    to RECOMPUTE, and EXPLAIN VIEW draws the automaton (start, A, B1, B2, C, end; B2 loops) over its table of states."""
+    to RECOMPUTE, a late row repairs the match, and EXPLAIN VIEW draws the automaton (start, A, B1, B2, C, end;
+    B2 loops) over its table of states."""
     shell = magic_shell(spark)
     cells = [f"%%viewdf --warehouse {tmp_path / 'wh'}\nCREATE STREAM Q (symbol STRING, ts TIMESTAMP, price DOUBLE) "
              f"TIMESTAMP ts PARTITION LENGTH 60;\n{_insert(MINUTES[0])};\n{DIPS}",
@@ -102,6 +103,13 @@ def test_the_issues_example_in_viewdf_cells_part_by_part(spark, tmp_path) -> Non
         found = shell.run_cell("%%viewdf\nSELECT * FROM Dips").result.toPandas()
     assert found.to_dict("records") == [{"symbol": "a", "start_ts": _at(0), "bottom": 8.0, "end_ts": _at(2),
                                          "falls": 2, "PART_TIMESTAMP": _at(2)}]
+    assert "Dips: all 3 parts equal their recomputation." in _shown(shell, "%%viewdf\nVERIFY VIEW Dips")
+    # a late row in minute 1 extends the dip: its parts are recomputed, the match is still found in minute 2
+    _shown(shell, f"%%viewdf\n{_insert([(1.5, 'a', 7.5)])}")
+    with capture_output():
+        repaired = shell.run_cell("%%viewdf\nSELECT * FROM Dips").result.toPandas()
+    assert repaired.to_dict("records") == [{"symbol": "a", "start_ts": _at(0), "bottom": 7.5, "end_ts": _at(2),
+                                            "falls": 3, "PART_TIMESTAMP": _at(2)}]
     assert "Dips: all 3 parts equal their recomputation." in _shown(shell, "%%viewdf\nVERIFY VIEW Dips")
     explained = _shown(shell, "%%viewdf\nEXPLAIN VIEW Dips")
     assert "Dips is a MATCH_RECOGNIZE query" in explained and "Automaton states" in explained
