@@ -1,6 +1,6 @@
 """Running corpus queries through MATCH_RECOGNIZE views, and the rows they are expected to give part by part.
 
-``load_union`` puts every data set into one stream T (one part), each key prefixed with its data set's name,
+``corpus_warehouse`` puts every data set into one stream T (one part), each key prefixed with its data set's name,
 so one view per corpus query covers all of its data sets. ``expected_by_part`` is the defining property of a
 view's parts: part p holds, for each partition, the closed matches over the rows up to the end of part p that
 were not closed up to the end of part p - 1 (the oracle's ``closed_only`` result grows as a prefix).
@@ -16,7 +16,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 
-from . import datasets, oracle, results
+from . import corpus, datasets, oracle, results
 
 SCHEMA = "key STRING, ts TIMESTAMP, price DOUBLE, vol BIGINT, id BIGINT"
 SEPARATOR = ":"
@@ -74,3 +74,33 @@ def expected_by_part(sql: str, rows: list[dict[str, object]], length: int, key: 
         expected[subscript] = results.normalise_rows([list(m.values()) for m in new])
         before = by_key
     return expected
+
+
+def corpus_warehouse(spark, path: str):
+    """A warehouse with one stream T holding every data set (keys prefixed by its name) in one part, and, for
+    the query without PARTITION BY, one stream per random data set."""
+    from viewdf_magic import Warehouse
+
+    warehouse = Warehouse(path, spark=spark, progress=False)
+    warehouse.execute(f"CREATE STREAM T ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH {ONE_PART}")
+    warehouse.ingest("T", pd.DataFrame([row for name in datasets.DATASETS for row in prefixed(name)]))
+    for name in corpus.RANDOM:
+        warehouse.execute(f"CREATE STREAM T_{name} ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH {ONE_PART}")
+        warehouse.ingest(f"T_{name}", pd.DataFrame(datasets.load(name)))
+    return warehouse
+
+
+def _view_rows(warehouse, name: str, sql: str) -> list[list[object]]:
+    warehouse.execute(f"CREATE VIEW {name} AS {sql}")
+    return plain_rows(warehouse.run(f"SELECT * EXCEPT (PART_TIMESTAMP) FROM {name}")[-1].frame)
+
+
+def results_by_dataset(warehouse, view: str, case: corpus.Case, sql: str,
+                       ) -> dict[str, list[list[object]]]:
+    """The rows of a view ``view`` of ``sql`` over ``corpus_warehouse`` for each of the case's data sets."""
+    if case.id == "no_partition":     # all rows are one partition: one stream per data set
+        return {name: results.normalise_rows(_view_rows(warehouse, f"{view}_{name}",
+                                                        sql.replace("FROM T ", f"FROM T_{name} ")))
+                for name in case.datasets}
+    rows = _view_rows(warehouse, view, sql)
+    return {name: of_dataset(rows, name) for name in case.datasets}
