@@ -23,9 +23,10 @@ def loaded(spark, tmp_path_factory):
     from viewdf_magic import Warehouse
 
     warehouse = Warehouse(str(tmp_path_factory.mktemp("mr_errors") / "wh"), spark=spark, progress=False)
-    warehouse.execute("CREATE STREAM T (key STRING, ts TIMESTAMP, price DOUBLE) TIMESTAMP ts PARTITION LENGTH 60;"
+    warehouse.execute("CREATE STREAM T (key STRING, ts TIMESTAMP, price DOUBLE, out INT) TIMESTAMP ts "
+                      "PARTITION LENGTH 60;"
                       "CREATE TABLE owners (key STRING, owner STRING)")
-    warehouse.ingest("T", pd.DataFrame({"key": ["a"], "ts": [pd.Timestamp("2024-01-01")], "price": [1.0]}))
+    warehouse.ingest("T", pd.DataFrame({"key": ["a"], "ts": [pd.Timestamp("2024-01-01")], "price": [1.0], "out": [0]}))
     return warehouse
 
 
@@ -48,6 +49,8 @@ MATCH_ERRORS = {
     "unknown stream": (view(source="Nowhere"), "Nowhere", ("unknown stream 'Nowhere'",)),
     "two columns with one name": (view(measures="FIRST(A.ts) AS key"), "FIRST(A.ts)",
                                   ("two output columns are named 'key'",)),
+    "a key named as a helper column": (view().replace("PARTITION BY key", "PARTITION BY key, out"), "out ORDER",
+                                       ("a PARTITION BY column named 'out' is not supported",)),
 }
 
 

@@ -35,6 +35,7 @@ from .viewdf_text import viewdf_text
 
 
 STATE = ("n", "cursor", "matches", "recent", "searches")     # the fields of a partition's state
+HELPER_COLUMNS = ("st", "out", "at")                         # the Helper's columns after the partition keys
 
 
 def _let(value: str, name: str, body: str) -> str:

@@ -12,7 +12,7 @@ from sqlglot import exp
 from .match_pattern import automaton
 from .match_query import MatchQuery
 from .match_recompute import Search, recompute_sql
-from .match_sql import MatchTranslation, position_slot
+from .match_sql import HELPER_COLUMNS, MatchTranslation, position_slot
 from .match_state import Values
 from .match_terms import Output, Template, read_expression, term_type
 
@@ -79,6 +79,10 @@ def translate_match(name: str, query: MatchQuery, stream: StreamInfo, type_of: C
     Positioned errors for what is not supported."""
     type_of = functools.cache(type_of)      # the same arguments are typed many times
     keys = _columns(query, stream, query.partition, "PARTITION BY")
+    for key, column in zip(keys, query.partition):
+        if key.lower() in HELPER_COLUMNS:
+            raise query.error(f"a PARTITION BY column named '{key}' is not supported: the helper view keeps each "
+                              f"partition's {', '.join(HELPER_COLUMNS)} beside its keys", column)
     order = _order(query, stream)
     columns = sorted(stream.columns, key=lambda c: order.index(c[0]) if c[0] in order else len(order))
     lower = {n.lower(): n for n, _ in stream.columns}
