@@ -180,12 +180,15 @@ def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict]]:
         "steady": lambda mode: steady(spark, mode, counter)}
     flights_workload(spark, "range", 1, counter)        # warm-up: JIT, caches; not reported
     results: dict[tuple[str, str], list[dict]] = {}
+    variants = [(mode, adaptive) for mode in args.modes for adaptive in args.adaptive]
     for name in args.workloads:
         for repeat in range(args.repeats):
-            for mode in (args.modes if repeat % 2 == 0 else args.modes[::-1]):    # alternating order
+            for mode, adaptive in (variants if repeat % 2 == 0 else variants[::-1]):    # alternating order
+                spark.conf.set("spark.sql.adaptive.enabled", "true" if adaptive == "on" else "false")
                 measured = workloads[name](mode)
-                results.setdefault((name, mode), []).append(measured)
-                print(f"{name} mode={mode} repeat={repeat}: "
+                label = mode if args.adaptive == ["on"] else f"{mode}, AQE {adaptive}"
+                results.setdefault((name, label), []).append(measured)
+                print(f"{name} mode={label} repeat={repeat}: "
                       + ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items()),
                       flush=True)
     return results
@@ -214,11 +217,10 @@ def report(results: dict[tuple[str, str], list[dict]]) -> str:
         lines.append(f"| {name} | {mode} | {m['seconds']:.2f} | {m['jobs']:.0f} | "
                      f"{m.get('view_parts', 0):.0f} ({m.get('empty_view_parts', 0):.0f}) | {detail} |")
     for name in dict.fromkeys(name for name, _ in results):
-        if (name, "range") in results:
-            now = medians(results[(name, "range")])["seconds"]
-            for other in ("per-part", "plain"):
-                if (name, other) in results:
-                    lines.append(f"\n{name}: {other} / range = {medians(results[(name, other)])['seconds'] / now:.2f}× time")
+        labels = [label for workload, label in results if workload == name]
+        first = medians(results[(name, labels[0])])["seconds"]
+        for other in labels[1:]:
+            lines.append(f"\n{name}: {other} / {labels[0]} = {medians(results[(name, other)])['seconds'] / first:.2f}× time")
     return "\n".join(lines)
 
 
@@ -230,6 +232,8 @@ def main() -> None:
     parser.add_argument("--flight-days", type=int, default=7, help="days of 2013's flights from Jan 1 (max 365)")
     parser.add_argument("--modes", nargs="+", default=list(MODES), choices=list(MODES),
                         help="range steps and shortcuts on (range), shortcuts only (per-part), neither (plain)")
+    parser.add_argument("--adaptive", nargs="+", default=["on"], choices=["on", "off"],
+                        help="Spark's adaptive query execution on (Spark's default), off, or both in one run")
     parser.add_argument("--repeats", type=int, default=2, help="runs per workload and mode (alternating order)")
     args = parser.parse_args()
     print(report(run(args)))

@@ -13,7 +13,7 @@ from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropPart
                                           Setting, TableData, Vacuumed, Verified, read_action)
 from viewdf_magic.catalog.catalog import LOG, Catalog
 from viewdf_magic.catalog.local_fs import LocalFileSystem
-from viewdf_magic.catalog.model import LineageRange, ObjectDef, PartMeta
+from viewdf_magic.catalog.model import LineageRange, ObjectDef, ObjectState, PartMeta
 
 SCHEMA = StructType([StructField("ts", TimestampType()), StructField("x", IntegerType())]).json()
 STREAM = ObjectDef("stream", "S", "s0001", SCHEMA, "CREATE STREAM S ...", 1.0, 60, timestamp_column="ts")
@@ -142,6 +142,21 @@ def test_applied_actions_reopen_to_the_same_state(catalog):
     assert reopened.settings == {"maintenance": "manual"}
     # the replaced part's folder, the dropped stream's data: garbage since the actions' times
     assert reopened.garbage == catalog.garbage == {"data/v0001/1": 11.0, "data/s0001": 11.0}
+
+
+def test_parts_stay_in_subscript_order_through_late_parts_failures_and_reopens(catalog):
+    # late rows make parts older than the newest; the oldest and newest part are read in O(1) from the order
+    catalog.commit([Part("s", meta(5, "data/s0001/5")), Part("s", meta(-2, "data/s0001/-2")),
+                    Part("s", meta(3, "data/s0001/3")), Advance("s", 5, 4.0)])
+    with pytest.raises(InvalidAction):
+        catalog.commit([Part("s", meta(0, "data/s0001/0")), Verified("v", 99)])     # rolled back
+    for state in (catalog.states["s"], Catalog(catalog.fs).states["s"]):
+        assert list(state.parts) == [-2, 1, 3, 5]
+        assert (state.oldest_part(), state.newest_part()) == (-2, 5)
+    assert (catalog.states["v"].oldest_part(), catalog.states["v"].newest_part()) == (1, 1)
+    written = catalog.states["s"].to_json()
+    written["parts"].reverse()                     # a snapshot written before parts were kept in order
+    assert list(ObjectState.from_json(written).parts) == [-2, 1, 3, 5]
 
 
 def test_entries_written_by_earlier_versions_replay(tmp_path):

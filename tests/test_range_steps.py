@@ -204,3 +204,30 @@ def test_pattern_range_steps_equal_per_part_steps(make_warehouse, pattern, data,
         if ranged and len(warehouse.catalog.state("V").parts) > 2:
             assert {r.view for r in warehouse.history() if r.span} == {"V", "V__helper"}
     assert stores[0] == stores[1]
+
+
+def test_a_range_clause_folds_at_most_range_clause_parts_per_step(make_warehouse, monkeypatch):
+    """A RANGE clause's fold costs the square of a run's parts, so its runs are capped; lifted views'
+    runs are not, and the capped runs store what per-part steps store."""
+    import viewdf_magic.maintainer.maintainer as maintainer_module
+
+    monkeypatch.setattr(maintainer_module, "RANGE_CLAUSE_PARTS", 4)
+    rows = random_rows(11)
+    first, last = rows.ts.min().value // 60_000_000_000, rows.ts.max().value // 60_000_000_000
+    stores = []
+    for ranged in (False, True):
+        warehouse = make_warehouse(f"capped-{ranged}")
+        warehouse.maintainer.range_steps = ranged
+        warehouse.run("CREATE STREAM S (ts TIMESTAMP, k STRING, x INT) TIMESTAMP ts PARTITION LENGTH 60; "
+                      "CREATE VIEW Up AS SELECT k, a.ts AS since, count(*) AS n FROM S PATTERN (a, b+) "
+                      "WHERE b.x > a.x GROUP BY k CONTIGUITY EVENTS; "
+                      "CREATE VIEW Kept AS INITIALIZE Kept[j] AS SELECT k, x FROM S[j] "
+                      "UPDATE Kept[j] AS SELECT k, x FROM S[j]")
+        warehouse.ingest("S", rows)
+        stores.append({name: stored_parts(warehouse, name) for name in ("Up", "Up__helper", "Kept")})
+        if ranged:
+            spans = {(r.view, r.span) for r in warehouse.history() if r.span}
+            runs = {(s, min(s + 3, last)) for s in range(first + 1, last + 1, 4)}      # 13 parts: 4, 4, 4, 1
+            assert {span for view, span in spans if view == "Up__helper"} == runs - {(last, last)}
+            assert {span for view, span in spans if view == "Kept"} == {(first + 1, last)}
+    assert stores[0] == stores[1]

@@ -140,7 +140,12 @@ class Part(Action):
         undo = _undo_all(_undo_items([(target.parts, meta.subscript)]), _undo_fields(target, "first"),
                          _undo_append(target.sealed),
                          _reference(state, meta.folders, replaced.folders if replaced is not None else (), meta.updated))
+        newest = target.newest_part()
         target.parts[meta.subscript] = meta
+        if replaced is None and newest is not None and meta.subscript < newest:     # keep subscript order
+            ordered = sorted(target.parts.items())
+            target.parts.clear()
+            target.parts.update(ordered)
         if stream:
             if target.first is not None and meta.subscript < target.first - 1:   # late rows before the first part
                 target.sealed.append((meta.subscript + 1, target.first - 1, meta.updated))

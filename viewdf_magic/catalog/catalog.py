@@ -9,7 +9,6 @@ reopening reads one checkpoint and a few entries.
 
 from __future__ import annotations
 
-import copy
 import json
 from contextlib import contextmanager
 from typing import Callable, Iterator, cast
@@ -36,6 +35,7 @@ class Catalog:
         self.garbage: dict[str, float] = {}     # data folders no part references any more -> since when
         self.version = 0
         self._pending: list[Action] | None = None     # actions of an open transaction
+        self._undos: list[Callable[[], None]] = []     # what takes them back, in the order applied
         self._grouped: list[Action] | None = None     # actions applied but not yet published (``grouped``)
         self._load()
 
@@ -83,7 +83,9 @@ class Catalog:
         if not actions:
             return
         if self._pending is not None or self._grouped is not None:
-            self._apply_all(actions, self.version + 1)
+            undos = self._apply_all(actions, self.version + 1)
+            if self._pending is not None:
+                self._undos.extend(undos)
             cast("list[Action]", self._pending if self._pending is not None else self._grouped).extend(actions)
             return
         self._apply_all(actions, self.version + 1, publish=True)
@@ -104,21 +106,18 @@ class Catalog:
         if self._pending is not None:
             yield
             return
-        saved = copy.deepcopy((self.objects, self.states, self.settings, self.references, self.garbage))
-        self._pending = []
+        self._pending, self._undos = [], []
         try:
             yield
-        except BaseException:
-            self.objects, self.states, self.settings, self.references, self.garbage = saved
-            self._pending = None
-            raise
-        actions, self._pending = self._pending, None
-        if actions:
-            try:
+            actions, self._pending = self._pending, None
+            if actions:
                 self._write_entry(actions)
-            except BaseException:
-                self.objects, self.states, self.settings, self.references, self.garbage = saved
-                raise
+        except BaseException:
+            for undo in reversed(self._undos):      # each action's own undo: no copy of the whole catalog
+                undo()
+            raise
+        finally:
+            self._pending, self._undos = None, []
 
     @contextmanager
     def grouped(self) -> Iterator[None]:
@@ -149,9 +148,9 @@ class Catalog:
                                 for k, d in self.objects.items()]}
         self.fs.write_text(f"{CHECKPOINTS}/{self.version:020d}.json", json.dumps(snapshot))
 
-    def _apply_all(self, actions: list[Action], version: int, publish: bool = False) -> None:
+    def _apply_all(self, actions: list[Action], version: int, publish: bool = False) -> list[Callable[[], None]]:
         """Apply actions published (or, with ``publish``, to publish now) as log ``version``: all of
-        them, or none (raising InvalidAction if one cannot be applied)."""
+        them, or none (raising InvalidAction if one cannot be applied). Returns their undos."""
         undos: list[Callable[[], None]] = []
         try:
             for action in actions:
@@ -167,6 +166,7 @@ class Catalog:
             for undo in reversed(undos):
                 undo()
             raise
+        return undos
 
     # -- lookups -------------------------------------------------------------------------
     def get(self, name: str) -> ObjectDef | None:

@@ -119,7 +119,7 @@ class ObjectDef:
 
 @dataclass
 class ObjectState:
-    """The parts an object has. Streams are contiguous from ``first`` to ``newest``:
+    """The parts an object has, in subscript order. Streams are contiguous from ``first`` to ``newest``:
     subscripts in between that have no entry in ``parts`` were sealed empty."""
 
     parts: dict[int, PartMeta] = field(default_factory=dict)
@@ -133,6 +133,14 @@ class ObjectState:
     retain: int | None = None           # RETAIN, in parts (None: keep every part)
     dropped_before: int | None = None   # parts before this subscript were dropped by retention
 
+    def oldest_part(self) -> int | None:
+        """The oldest subscript with an entry in ``parts``."""
+        return next(iter(self.parts), None)
+
+    def newest_part(self) -> int | None:
+        """The newest subscript with an entry in ``parts``."""
+        return next(reversed(self.parts), None)
+
     def to_json(self) -> dict:
         return {"parts": [p.to_json() for p in self.parts.values()], "first": self.first,
                 "newest": self.newest, "sealed": [list(s) for s in self.sealed],
@@ -142,7 +150,7 @@ class ObjectState:
 
     @staticmethod
     def from_json(data: dict) -> "ObjectState":
-        parts = {p["subscript"]: PartMeta.from_json(p) for p in data["parts"]}
+        parts = {p["subscript"]: PartMeta.from_json(p) for p in sorted(data["parts"], key=lambda p: p["subscript"])}
         return ObjectState(parts, data["first"], data["newest"], [tuple(s) for s in data["sealed"]],
                            list(data["table_folders"]), data["table_rows"], data["table_updated"],
                            data.get("lateness"), data.get("retain"), data.get("dropped_before"))

@@ -68,10 +68,10 @@ def views_table(catalog: Catalog, timeline: Timeline) -> pd.DataFrame:
     rows = []
     for d in catalog.views():
         state = catalog.state(d.name)
-        next_part = timeline.next_part(d)
+        newest, next_part = state.newest_part(), timeline.next_part(d)
         rows.append({"name": d.name, "partition_length": d.partition_length, "sources": ", ".join(d.sources),
                      "parts": len(state.parts), "rows": sum(p.rows for p in state.parts.values()),
-                     "newest_part": part_start(max(state.parts), d.length) if state.parts else None,
+                     "newest_part": None if newest is None else part_start(newest, d.length),
                      "next_part": None if next_part is None else part_start(next_part, d.length)})
     return pd.DataFrame(rows, columns=["name", "partition_length", "sources", "parts", "rows", "newest_part",
                                        "next_part"])

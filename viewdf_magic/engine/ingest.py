@@ -128,8 +128,8 @@ class Ingester:
 
     def _computed_until(self) -> int:
         """End (epoch seconds) of the newest view part: rows before it may change computed parts."""
-        ends = [(max(state.parts) + 1) * d.length for d in self.catalog.views()
-                for state in [self.catalog.state(d.name)] if state.parts]
+        ends = [(newest + 1) * d.length for d in self.catalog.views()
+                for newest in [self.catalog.state(d.name).newest_part()] if newest is not None]
         return max(ends, default=-(2 ** 62))
 
     @staticmethod

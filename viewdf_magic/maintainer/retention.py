@@ -118,7 +118,8 @@ class Retention:
                 before = self.needed_from(definition, with_repairs=True)
                 if before is None:
                     continue
-            if before > min(state.parts) and before > (state.dropped_before or before - 1):
+            oldest = state.oldest_part()
+            if oldest is not None and before > oldest and before > (state.dropped_before or before - 1):
                 result[definition.key] = before
         return result
 
@@ -139,7 +140,8 @@ class Retention:
         for view in self.catalog.downstream(stream.name)[1:]:
             state = self.catalog.state(view.name)
             at = start_time // view.length
-            if state.dropped_before is None or not state.parts or at > max(state.parts):
+            newest = state.newest_part()
+            if state.dropped_before is None or newest is None or at > newest:
                 continue
             if at < state.dropped_before:
                 return (f"the part of {view.name} they change ({format_part(at, view.length)}) "

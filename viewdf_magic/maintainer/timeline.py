@@ -75,7 +75,7 @@ class Timeline:
             return definition.start
         natural = self._start_from_sources(definition)
         if natural is None and state.parts:
-            return min(state.parts)
+            return state.oldest_part()
         return natural
 
     def _start_from_sources(self, definition: ObjectDef) -> int | None:
@@ -98,7 +98,7 @@ class Timeline:
         state = self.catalog.state(definition.name)
         if definition.kind == "stream":
             return state.newest
-        return max(state.parts) if state.parts else None
+        return state.newest_part()
 
     def next_part(self, definition: ObjectDef) -> int | None:
         """NEXT[V]: the subscript of the view's next part."""

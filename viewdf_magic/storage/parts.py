@@ -148,9 +148,13 @@ class PartStore:
         sources = sorted(scan.targets)
         number = F.col(PART_COLUMN)
         contiguous = sources[-1] - sources[0] + 1 == len(sources)
-        frame = frame.where(number.between(sources[0], sources[-1]) if contiguous else number.isin(sources))
+        # one SQL expression each, not a Column per part: thousands of parts would be thousands of JVM calls
+        frame = frame.where(number.between(sources[0], sources[-1]) if contiguous
+                            else F.expr(f"{PART_COLUMN} IN ({', '.join(map(str, sources))})"))
         if scan.restamped:
-            targets = F.create_map(*[c for s in sources for c in (F.lit(s), F.array(*map(F.lit, scan.targets[s])))])
+            targets = F.expr(f"CAST(map_from_arrays(array({', '.join(map(str, sources))}), array("
+                             + ", ".join(f"array({', '.join(map(str, scan.targets[s]))})" for s in sources)
+                             + ")) AS MAP<BIGINT, ARRAY<BIGINT>>)")
             frame = frame.withColumn(PART_COLUMN, F.explode(F.element_at(targets, number))).withColumn(
                 PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(definition.length)))
         return frame.drop(PART_COLUMN)
