@@ -403,6 +403,8 @@ def _aggregate(node: exp.Expression, context: _Context) -> object:
     argument = node.this
     if isinstance(argument, exp.Star):
         return len(context.path)
+    if isinstance(argument, exp.Column) and isinstance(argument.this, exp.Star):    # COUNT(B.*): B's rows
+        return len(context.indices(_variable_of(argument, context.variables)))
     values = [
         value
         for index in context.indices(_variable_of(argument, context.variables))

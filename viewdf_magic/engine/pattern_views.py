@@ -16,6 +16,7 @@ from ..language.parser import parse
 from ..language.statements import CreateQueryView, CreateViewDF
 from ..storage.spark_errors import summary
 from ..translation.pattern_fsm import EVENT, PatternFSM, build_fsm
+from ..translation.match_query import find_match_recognize
 from ..translation.pattern_query import PatternClause, analyze_pattern, find_pattern
 from ..translation.pattern_sql import PatternTranslation, aux_rows
 
@@ -91,13 +92,19 @@ def plan_pattern_view(statement: CreateQueryView, clause: PatternClause, catalog
     return PatternViewPlan(statement, source, translation)
 
 
-def replan(definition: ObjectDef, catalog: Catalog, spark: SparkSession) -> PatternViewPlan | None:
-    """The translation of a pattern view, rebuilt from its CREATE VIEW text (None for other views)."""
+def origin_query(definition: ObjectDef) -> CreateQueryView | None:
+    """The ``CREATE VIEW ... AS <query>`` a query view was defined by (None for other views and helpers)."""
     if not definition.origin or definition.owner:
         return None
     statements = parse(definition.origin)
     statement = statements[0] if len(statements) == 1 else None
-    if not isinstance(statement, CreateQueryView):
+    return statement if isinstance(statement, CreateQueryView) else None
+
+
+def replan(definition: ObjectDef, catalog: Catalog, spark: SparkSession) -> PatternViewPlan | None:
+    """The translation of a pattern view, rebuilt from its CREATE VIEW text (None for other views)."""
+    statement = origin_query(definition)
+    if statement is None or find_match_recognize(statement.query) is not None:
         return None
     clause = find_pattern(statement.query)
     if clause is None:

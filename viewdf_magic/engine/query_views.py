@@ -1,5 +1,5 @@
-"""The one planning entry for views defined by a query: a pattern query or a sliding-window
-aggregate, checked (positioned errors) and translated into the ViewDFs that maintain it."""
+"""The one planning entry for views defined by a query: a MATCH_RECOGNIZE query, a pattern query or a
+sliding-window aggregate, checked (positioned errors) and translated into the ViewDFs that maintain it."""
 
 from __future__ import annotations
 
@@ -10,17 +10,22 @@ from pyspark.sql import SparkSession
 from ..catalog.catalog import Catalog
 from ..language.statements import CreateQueryView
 from ..maintainer.views import ViewDefiner
+from ..translation.match_query import find_match_recognize
 from ..translation.pattern_query import find_pattern
+from .match_views import MatchViewPlan, plan_match_view
 from .pattern_views import PatternViewPlan, plan_pattern_view
 from .window_views import WindowViewPlan, plan_window_view
 
-QueryViewPlan: TypeAlias = PatternViewPlan | WindowViewPlan
+QueryViewPlan: TypeAlias = MatchViewPlan | PatternViewPlan | WindowViewPlan
 
 
 def plan_query_view(statement: CreateQueryView, catalog: Catalog, spark: SparkSession,
                     definer: ViewDefiner) -> QueryViewPlan:
-    """A pattern query's plan if the query has a PATTERN clause, else a window query's (which says
-    what is wrong when the query is neither)."""
+    """A MATCH_RECOGNIZE query's plan if the query has that clause, a pattern query's if it has a PATTERN
+    clause, else a window query's (which says what is wrong when the query is none of them)."""
+    at = find_match_recognize(statement.query)
+    if at is not None:
+        return plan_match_view(statement, at, catalog, spark)
     clause = find_pattern(statement.query)
     if clause is not None:
         return plan_pattern_view(statement, clause, catalog, spark)

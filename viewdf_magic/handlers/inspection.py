@@ -7,6 +7,7 @@ import pandas as pd
 
 from ..catalog.model import ObjectDef
 from ..engine import catalog_tables
+from ..engine.match_views import replan_match
 from ..engine.pattern_views import explain_tables, replan
 from ..translation.fsm_diagram import fsm_svg
 from ..errors import ViewDFError
@@ -60,12 +61,21 @@ def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
     summary: list[str] = []
     figure, tables, explained = None, [], [definition]
     plan = replan(definition, engine.catalog, engine.spark)
+    match = replan_match(definition, engine.catalog, engine.spark)
     if plan is not None:
         helper = engine.catalog.get(plan.translation.helper)
         assert helper is not None      # a pattern view is defined with its helper
         figure, tables = fsm_svg(plan.fsm), explain_tables(plan)
         summary.append(f"{definition.name} is a pattern query, translated into the FSM above, a Helper ViewDF "
                        f"({helper.name}) that keeps each group's live runs, and a final ViewDF.")
+        explained = [helper, definition]
+    elif match is not None:
+        helper = engine.catalog.get(match.translation.helper)
+        assert helper is not None      # a MATCH_RECOGNIZE view is defined with its helper
+        figure, tables = match.explained()
+        summary.append(f"{definition.name} is a MATCH_RECOGNIZE query, translated into the automaton above, a "
+                       f"Helper ViewDF ({helper.name}) that keeps each partition's undecided searches, and a final "
+                       f"ViewDF; RECOMPUTE is a batch search, which VERIFY VIEW compares the parts with.")
         explained = [helper, definition]
     if definition.notes:
         summary.append(definition.notes)

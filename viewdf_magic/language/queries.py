@@ -213,11 +213,12 @@ def _subscripts(fragment: Fragment, open_token: Token, close_token: Token, inner
     return lower, upper
 
 
-def parse_query(rewritten: RewrittenText) -> exp.Expr:
-    """Parse a rewritten query with sqlglot (Spark dialect); errors point at the user's text."""
+def parse_query(rewritten: RewrittenText, dialect: str | type[ViewDFSpark] = ViewDFSpark) -> exp.Expr:
+    """Parse a rewritten query with sqlglot (Spark dialect, unless another is named); errors point at the
+    user's text."""
     text = rewritten.text
     try:
-        trees = [tree for tree in sqlglot.parse(text, read=ViewDFSpark) if tree is not None]
+        trees = [tree for tree in sqlglot.parse(text, read=dialect) if tree is not None]
     except ParseError as exc:
         detail = exc.errors[0] if exc.errors else {}
         offset = _offset(text, detail.get("line"), detail.get("col"), detail.get("highlight", ""))

@@ -28,52 +28,60 @@ def fsm_dot(fsm: PatternFSM) -> str:
              "edge [fontname=Helvetica, fontsize=10];"]
     for index, name in enumerate(names):
         shape = ", shape=doublecircle" if index == len(names) - 1 else ""
-        lines.append(f"  s{index} [label={_dot_string(name)}{shape}];")
+        lines.append(f"  s{index} [label={dot_string(name)}{shape}];")
     for edge in fsm.edges:
-        lines.append(f"  s{edge.source} -> s{edge.target} [label={_dot_string(_short(edge.label))}, "
-                     f"tooltip={_dot_string(edge.kind + ': ' + edge.label)}];")
+        lines.append(f"  s{edge.source} -> s{edge.target} [label={dot_string(short_label(edge.label))}, "
+                     f"tooltip={dot_string(edge.kind + ': ' + edge.label)}];")
     lines.append("}")
     return "\n".join(lines)
 
 
 def fsm_svg(fsm: PatternFSM) -> str:
     """An SVG document of the FSM (Graphviz if available)."""
+    drawn = dot_svg(fsm_dot(fsm))
+    return drawn if drawn is not None else own_svg(fsm)
+
+
+def dot_svg(dot_text: str) -> str | None:
+    """Graphviz's SVG drawing of a DOT graph, or None when ``dot`` is not installed or fails."""
     dot = shutil.which("dot")
-    if dot is not None:
-        try:
-            done = subprocess.run([dot, "-Tsvg"], input=fsm_dot(fsm), capture_output=True, text=True, timeout=30,
-                                  check=True)
-            return done.stdout[done.stdout.index("<svg"):]
-        except (subprocess.SubprocessError, OSError, ValueError):
-            pass
-    return own_svg(fsm)
+    if dot is None:
+        return None
+    try:
+        done = subprocess.run([dot, "-Tsvg"], input=dot_text, capture_output=True, text=True, timeout=30, check=True)
+        return done.stdout[done.stdout.index("<svg"):]
+    except (subprocess.SubprocessError, OSError, ValueError):
+        return None
 
 
 def own_svg(fsm: PatternFSM) -> str:
     """Our own drawing: states in a row, proceed arrows between them, loops above Kleene states."""
     names = state_names(fsm)
-    width = GAP * (len(names) - 1) + 2 * RADIUS + 80
-    height = TOP + RADIUS + 40
+    x = [40 + RADIUS + GAP * i for i in range(len(names))]
+    return svg_document(x, TOP, RADIUS, TOP + RADIUS + 40, names, [_edge(edge, x) for edge in fsm.edges])
+
+
+def svg_document(x: list[int], y: int, radius: int, height: int, names: list[str], edges: list[str]) -> str:
+    """An SVG document of states in a row (state i named ``names[i]`` at ``(x[i], y)``; the last one accepts)
+    over the drawn ``edges``, whose arrows are ``url(#arrow)``."""
+    width = x[-1] + radius + 40
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
              f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
              '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-             'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>']
-    x = [40 + RADIUS + GAP * i for i in range(len(names))]
-    for edge in fsm.edges:
-        parts.append(_edge(edge, x))
+             'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>', *edges]
     for index, name in enumerate(names):
-        ring = (f'<circle cx="{x[index]}" cy="{TOP}" r="{RADIUS - 4}" fill="none" stroke="black"/>'
+        ring = (f'<circle cx="{x[index]}" cy="{y}" r="{radius - 4}" fill="none" stroke="black"/>'
                 if index == len(names) - 1 else "")
         parts.append(f'<g class="node" id="state{index}"><title>{html.escape(name)}</title>'
-                     f'<circle cx="{x[index]}" cy="{TOP}" r="{RADIUS}" fill="white" stroke="black"/>{ring}'
-                     f'<text x="{x[index]}" y="{TOP + 4}" text-anchor="middle">{html.escape(name)}</text></g>')
+                     f'<circle cx="{x[index]}" cy="{y}" r="{radius}" fill="white" stroke="black"/>{ring}'
+                     f'<text x="{x[index]}" y="{y + 4}" text-anchor="middle">{html.escape(name)}</text></g>')
     parts.append("</svg>")
     return "\n".join(parts)
 
 
 def _edge(edge: Edge, x: list[int]) -> str:
     title = f"<title>{html.escape(edge.kind + ': ' + edge.label)}</title>"
-    label = html.escape(_short(edge.label))
+    label = html.escape(short_label(edge.label))
     if edge.kind == "self":
         cx = x[edge.target]
         path = (f"M {cx - 12} {TOP - RADIUS + 2} C {cx - 40} {TOP - RADIUS - 55}, {cx + 40} {TOP - RADIUS - 55}, "
@@ -87,10 +95,10 @@ def _edge(edge: Edge, x: list[int]) -> str:
             f'text-anchor="middle">{label}</text></g>')
 
 
-def _short(text: str) -> str:
+def short_label(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…"
 
 
-def _dot_string(text: str) -> str:
+def dot_string(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -1,0 +1,116 @@
+"""MATCH_RECOGNIZE views (#20) against the oracle of the standard (tests/match_recognize/oracle.py): the corpus
+queries Flink lacks (ALL ROWS PER MATCH, alternation, groups, PREV, greedy last variables, ...) over random
+streams and real data, and views over random streams split into random parts, part by part, with the same
+MATCH_NUMBER per partition."""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from match_recognize import corpus, datasets, results
+from match_recognize.views import (SCHEMA, corpus_warehouse, expected_by_part, oracle_rows, plain_rows,
+                                   results_by_dataset)
+
+
+@pytest.fixture(scope="module")
+def warehouse_of_corpus(spark, tmp_path_factory):
+    return corpus_warehouse(spark, str(tmp_path_factory.mktemp("mr") / "wh"))
+
+
+@pytest.mark.parametrize("case", [c for c in corpus.CASES if not c.runs_in_flink or "default_skip" in c.flags],
+                         ids=lambda c: c.id)
+def test_oracle_corpus(case: corpus.Case, warehouse_of_corpus) -> None:
+    """The shapes Flink lacks (and the standard's default skip) give the oracle's closed matches."""
+    found = results_by_dataset(warehouse_of_corpus, f"oracle_{case.id}", case, case.sql)
+    for name in case.datasets:
+        assert found[name] == oracle_rows(case.sql, datasets.load(name)), name
+
+
+# ------------------------------------------------------------------------------------------------------
+# Parts: random streams split into random parts, each part against the oracle
+
+
+def _mr(body: str) -> str:
+    return f"SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY key ORDER BY ts, id {body}) AS M"
+
+
+PART_SHAPES = {
+    # the issue's example, with MATCH_NUMBER: PREV, an aggregate of B in C's DEFINE, COUNT(B.*)
+    "dips": """MEASURES FIRST(A.id) AS a_id, LAST(B.price) AS bottom, LAST(C.id) AS c_id, COUNT(B.*) AS falls,
+        MATCH_NUMBER() AS m ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+ C)
+        DEFINE B AS B.price < PREV(B.price), C AS C.price > PREV(C.price) AND C.price > AVG(B.price)""",
+    # reluctant, SKIP TO NEXT ROW: overlapping matches
+    "reluctant": """MEASURES A.id AS a_id, COUNT(B.price) AS n_b, C.id AS c_id, MATCH_NUMBER() AS m
+        AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+? C) DEFINE B AS B.price > A.price, C AS C.price < LAST(B.price)""",
+    # alternation in a repeated group, an optional end, ALL ROWS PER MATCH with RUNNING and FINAL
+    "zigzag": """MEASURES RUNNING COUNT(*) AS n, FINAL COUNT(*) AS total, CLASSIFIER() AS cls, MATCH_NUMBER() AS m
+        ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (S (U | D){2,} E?)
+        DEFINE U AS U.price > PREV(U.price), D AS D.price < PREV(D.price), E AS E.price = PREV(E.price)""",
+    # a greedy last variable: final when a row fails to extend it; SKIP TO LAST
+    "greedy_last": """MEASURES FIRST(id) AS first_id, LAST(id) AS last_id, SUM(B.vol) AS vol
+        AFTER MATCH SKIP TO LAST B PATTERN (A B{2,}) DEFINE A AS A.price <= 2, B AS B.price >= LAST(price, 1)""",
+    # WITHIN ends searches at the first row outside the window
+    "within": """MEASURES A.id AS a_id, C.id AS c_id, MATCH_NUMBER() AS m AFTER MATCH SKIP PAST LAST ROW
+        PATTERN (A B*? C) WITHIN INTERVAL '3' SECOND DEFINE C AS C.price < A.price - 1""",
+    # empty matches, reluctant optional, TO FIRST
+    "empty": """MEASURES COUNT(A.price) AS n_a, FIRST(B.id, 1) AS second_b, MATCH_NUMBER() AS m
+        AFTER MATCH SKIP PAST LAST ROW PATTERN (A* B??) DEFINE A AS A.price >= 3, B AS B.price = 1""",
+}
+
+
+@st.composite
+def streams(draw) -> tuple[list[dict[str, object]], int, list[int]]:
+    """Rows of S for keys a and b (prices 1-4, steps of 0-2 s, so ties in ts, and now and then a pause of
+    both keys, so parts without rows), a partition length, and the parts after which a batch ends."""
+    rows: list[dict[str, object]] = []
+    clocks = {"a": 0, "b": 0}
+    for number in range(draw(st.integers(min_value=4, max_value=36))):
+        if draw(st.integers(0, 9)) == 0:
+            clocks = {k: clock + 11 for k, clock in clocks.items()}
+        key = draw(st.sampled_from("ab"))
+        clocks[key] += draw(st.sampled_from((0, 1, 1, 2)))
+        rows.append({"key": key, "ts": datetime.datetime(2024, 1, 1) + datetime.timedelta(seconds=clocks[key]),
+                     "price": float(draw(st.integers(1, 4))), "vol": draw(st.integers(1, 3)), "id": number})
+    length = draw(st.sampled_from((2, 3, 5)))
+    last = max(clocks.values()) // length
+    cuts = sorted(draw(st.sets(st.integers(min_value=0, max_value=last), max_size=2)))
+    return rows, length, cuts
+
+
+@pytest.mark.parametrize("shape", list(PART_SHAPES))
+@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@given(stream=streams())
+def test_parts_equal_the_oracle(shape: str, stream, make_warehouse) -> None:
+    """Each part holds exactly the matches that became final in it: the oracle's closed matches over the rows up
+    to the part's end, minus those up to the previous part's end, with the same MATCH_NUMBER per partition.
+    Rows arrive in batches ending after random parts (range steps and single steps)."""
+    rows, length, cuts = stream
+    warehouse = make_warehouse(f"wh{next(_warehouses)}")
+    warehouse.execute(f"CREATE STREAM S ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH {length}")
+    frame = pd.DataFrame(rows)
+    subscripts = frame["ts"].map(lambda ts: int(ts.timestamp()) // length)
+    last = int(subscripts.max())
+    done = None
+    for cut in [*cuts, None]:
+        batch = frame[(subscripts > (done if done is not None else -1)) & (subscripts <= (cut if cut is not None else last))]
+        if len(batch):
+            warehouse.ingest("S", batch)
+        if done is None:
+            warehouse.execute(f"CREATE VIEW V AS {_mr(PART_SHAPES[shape])}")
+        done = cut
+    found: dict[int, list[list[object]]] = {}
+    for row in plain_rows(warehouse.run("SELECT * FROM V")[-1].frame):
+        stamp = row[-1].replace(tzinfo=datetime.timezone.utc)
+        found.setdefault(int(stamp.timestamp()) // length, []).append(row[:-1])
+    expected = expected_by_part(_mr(PART_SHAPES[shape]), rows, length)
+    for subscript, want in expected.items():
+        assert results.normalise_rows(found.pop(subscript, [])) == want, subscript
+    assert not found
+
+
+_warehouses = itertools.count()

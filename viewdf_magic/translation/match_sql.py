@@ -1,0 +1,381 @@
+"""The Helper and final ViewDFs of a MATCH_RECOGNIZE view.
+
+``<view>__helper`` keeps, per partition key, the matcher's state after the key's last part with rows
+(``st``), the output rows of the matches that became final during that part (``out``) and that part's
+``PART_TIMESTAMP`` (``at``); the final view explodes the ``out`` found in its own part. A key without rows in
+a part keeps its row as it was, so the Helper is UNCHANGED WHEN the stream's part is empty, and the final
+view is then EMPTY.
+A part's rows are folded in order (``aggregate``) with this state:
+
+* ``searches``: one per start row whose search is not decided yet, in start order, each a list of
+  threads in preference order (Pike's VM over ``match_pattern.automaton``), each thread a state and its
+  values (``match_state.Values``); ``found`` is the best match found so far from that start. A thread
+  that accepts drops every thread after it; threads with the same state and the same values the DEFINE
+  conditions read are merged (the first is preferred); WITHIN ends a search's threads at the first row
+  outside its window.
+* ``cursor``: the next start row the standard's search would try. A decided search at the cursor is
+  emitted (its match numbered ``matches + 1``) and the cursor moves by AFTER MATCH SKIP; searches that
+  start before the cursor are dropped. ``n`` counts the partition's rows, ``recent`` keeps the rows
+  PREV reaches back to.
+
+A match is emitted as soon as no later row can change it or a match before it, so the union of the
+parts is the standard's result over the whole stream minus what is still open at its end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..language.tokens import quote_name
+from .match_pattern import ACCEPT, Automaton
+from .match_query import MatchQuery
+from .match_state import Current, Slot, Values
+from .match_terms import Output, Special, Template
+from .viewdf_text import viewdf_text
+
+
+STATE = ("n", "cursor", "matches", "recent", "searches")     # the fields of a partition's state
+HELPER_COLUMNS = ("st", "out", "at")                         # the Helper's columns after the partition keys
+
+
+def _let(value: str, name: str, body: str) -> str:
+    """``body`` with ``name`` bound to ``value`` (evaluated once)."""
+    return f"transform(array({value}), {name} -> {body})[0]"
+
+
+def _struct(fields: list[tuple[str, str]]) -> str:
+    return "named_struct(" + ", ".join(f"'{name}', {value}" for name, value in fields) + ")"
+
+
+@dataclass
+class MatchTranslation:
+    """A checked MATCH_RECOGNIZE query and everything its ViewDFs are generated from."""
+
+    name: str
+    query: MatchQuery
+    automaton: Automaton
+    stream: str
+    partition_length: int
+    columns: list[tuple[str, str]]           # the stream's columns (name, type), ORDER BY columns first
+    keys: list[str]                          # PARTITION BY columns
+    order: list[str]                         # ORDER BY columns
+    defines: dict[str, Template]
+    values: Values
+    outputs: list[Output]                    # the view's columns after the keys
+    recompute: str                           # the final view's RECOMPUTE query
+
+    @property
+    def helper(self) -> str:
+        return f"{quote_name(self.name)}__helper"
+
+    # -- types --------------------------------------------------------------------------------------------
+    @property
+    def event_type(self) -> str:
+        return "struct<" + ",".join(f"{quote_name(name)}:{kind}" for name, kind in self.columns) + ">"
+
+    @property
+    def all_rows(self) -> bool:
+        return self.query.all_rows
+
+    @property
+    def record_type(self) -> str:
+        """A mapped row, as ALL ROWS PER MATCH threads keep it: the row, its variable (index), position and
+        PREV values."""
+        pv = f",pv:{self.values.pv_type()}" if self.values.previous else ""
+        return f"struct<e:{self.event_type},v:int,pos:bigint{pv}>"
+
+    @property
+    def thread_type(self) -> str:
+        records = f",recs:array<{self.record_type}>" if self.all_rows else ""
+        return f"struct<q:int,a:{self.values.struct_type()}{records}>"
+
+    @property
+    def search_type(self) -> str:
+        first = f",e0:{self.event_type}" if self.all_rows else ""     # the start row, shown by an empty match
+        return f"struct<start:bigint,t0:bigint{first},th:array<{self.thread_type}>,found:{self.thread_type}>"
+
+    @property
+    def out_type(self) -> str:
+        return "array<struct<" + ",".join(f"{quote_name(o.name)}:{o.type}" for o in self.outputs) + ">>"
+
+    def _empty(self, kind: str) -> str:
+        return f"CAST(array() AS array<{kind}>)"
+
+    # -- one row ------------------------------------------------------------------------------------------
+    def _define(self, variable: str, values: str, current: Current) -> str:
+        template = self.defines.get(variable)
+        if template is None:
+            return "true"
+        return f"coalesce({template.render(lambda term: self.values.read(term, values, current))}, false)"
+
+    def _moves(self, thread: str, row: str, pv: str, position: str) -> str:
+        """The threads ``thread`` becomes when ``row`` arrives: none if its variable's DEFINE is false."""
+        names = self.automaton.names
+        states = range(1, len(self.automaton.after) + 1)
+        index = f"element_at(array({', '.join(str(self.automaton.variable_index(q)) for q in states)}), {thread}.q)"
+        updates = " ".join(f"WHEN {i} THEN {self.values.update(f'{thread}.a', name, row, pv, position)}"
+                           for i, name in enumerate(names, 1))
+        tests = " ".join(f"WHEN {i} THEN {self._define(name, 'a2', Current(name, row, pv))}"
+                         for i, name in enumerate(names, 1))
+        successors = "array(" + ", ".join("array(" + ", ".join(map(str, after)) + ")"
+                                          for after in self.automaton.after) + ")"
+        fields = [("q", "c"), ("a", "a2")]
+        if self.all_rows:
+            record = _struct([("e", row), ("v", index), ("pos", position)] + ([("pv", pv)] if self.values.previous else []))
+            fields.append(("recs", f"concat({thread}.recs, array({record}))"))
+        moved = (f"IF(CASE {index} {tests} END, transform(element_at({successors}, {thread}.q), "
+                 f"c -> {_struct(fields)}), {self._empty(self.thread_type)})")
+        return _let(f"CASE {index} {updates} END", "a2", moved)
+
+    def _key(self, thread: str) -> str:
+        slots = [f"{thread}.a.{self.values.field(slot)}" for slot in self.values.future]
+        return f"{thread}.q" if not slots else f"struct({thread}.q, {', '.join(slots)})"
+
+    def _advance(self, search: str, row: str, pv: str, position: str) -> str:
+        """A search after ``row``: its threads moved, in order; the first ACCEPT becomes its match and cuts the
+        threads after it, and a thread whose state and DEFINE-read values an earlier thread has is dropped."""
+        threads = f"{search}.th"
+        if self.query.within is not None:
+            timestamp = quote_name(self.order[0])
+            threads = (f"IF(unix_micros({row}.{timestamp}) - {search}.t0 >= {self.query.within}, "
+                       f"{self._empty(self.thread_type)}, {threads})")
+        moved = f"flatten(transform({threads}, t -> {self._moves('t', row, pv, position)}))"
+        begin = _struct([("th", self._empty(self.thread_type)), ("found", f"{search}.found"), ("cut", "false")])
+        same = f"{self._key('y')} <=> {self._key('x')}"
+        merge = (f"(c, x) -> CASE WHEN c.cut OR exists(c.th, y -> {same}) THEN c "
+                 f"WHEN x.q = 0 THEN named_struct('th', c.th, 'found', x, 'cut', true) "
+                 f"ELSE named_struct('th', concat(c.th, array(x)), 'found', c.found, 'cut', false) END")
+        kept = [("start", f"{search}.start"), ("t0", f"{search}.t0")] + \
+            ([("e0", f"{search}.e0")] if self.all_rows else []) + [("th", "c.th"), ("found", "c.found")]
+        finish = "c -> " + _struct(kept)
+        return f"aggregate({moved}, {begin}, {merge}, {finish})"
+
+    def _fresh(self, row: str, position: str) -> str:
+        """The search starting at ``row``, before it takes the row."""
+        zero = self.values.zero()
+        records = [("recs", self._empty(self.record_type))] if self.all_rows else []
+        starts = [q for q in self.automaton.start if q != ACCEPT]
+        threads = ("array(" + ", ".join(_struct([("q", str(q)), ("a", zero), *records]) for q in starts) + ")"
+                   if starts else self._empty(self.thread_type))
+        found = _struct([("q", "0"), ("a", zero), *records]) if ACCEPT in self.automaton.start else \
+            f"CAST(NULL AS {self.thread_type})"
+        timestamp = quote_name(self.order[0])
+        first = [("e0", row)] if self.all_rows else []
+        return _struct([("start", position), ("t0", f"unix_micros({row}.{timestamp})"), *first, ("th", threads),
+                        ("found", found)])
+
+    def _next_start(self, search: str) -> str:
+        """Where the search after a match from ``search`` starts (AFTER MATCH SKIP)."""
+        skip = self.query.skip
+        start = f"{search}.start"
+        if skip.kind == "TO NEXT ROW":
+            return f"{start} + 1"
+        if skip.kind == "PAST LAST ROW":
+            last = self.values.field(position_slot("lpos", None))
+            return f"coalesce({search}.found.a.{last} + 1, {start} + 1)"
+        slot = position_slot("fpos" if skip.kind == "TO FIRST" else "lpos", skip.variable)
+        target = f"{search}.found.a.{self.values.field(slot)}"
+        words = f"AFTER MATCH SKIP {skip.kind} {skip.variable}"
+        return (f"CASE WHEN {target} IS NULL THEN raise_error('{words}: no row of the match is mapped to "
+                f"{skip.variable}') WHEN {target} = {start} THEN raise_error('{words} would resume at the match''s "
+                f"first row') ELSE {target} END")
+
+    def _row(self, running: str, final: str, event: str | None, number: str) -> str:
+        """One output row: measures over the values ``running`` or (FINAL) ``final``, columns of ``event``."""
+        def value(output: Output) -> str:
+            if output.template is None:
+                return f"{event}.{quote_name(output.name)}"
+            values = final if output.final else running
+            return output.template.render(lambda term: self.values.read(term, values, match_number=number))
+        return _struct([(output.name, value(output)) for output in self.outputs])
+
+    def _emitted(self, search: str, number: str) -> str:
+        """The output rows of the match found by ``search``, numbered ``number``: one, or (ALL ROWS PER MATCH)
+        one per mapped row, its RUNNING measures over the values up to it, found again by folding its rows."""
+        found = f"{search}.found"
+        if not self.all_rows:
+            return f"array({self._row(f'{found}.a', f'{found}.a', None, number)})"
+        updates = " ".join(f"WHEN {i} THEN {self.values.update('r.a', name, 'x.e', 'x.pv', 'x.pos')}"
+                           for i, name in enumerate(self.automaton.names, 1))
+        row = self._row("a2", f"{found}.a", "x.e", number)
+        step = _let(f"CASE x.v {updates} END", "a2", _struct([("a", "a2"), ("rows", f"concat(r.rows, array({row}))")]))
+        begin = _struct([("a", self.values.zero()), ("rows", f"CAST(array() AS {self.out_type})")])
+        zero = f"({self.values.zero()})"
+        empty = f"array({self._row(zero, zero, f'{search}.e0', number)})"
+        return f"IF(size({found}.recs) = 0, {empty}, aggregate({found}.recs, {begin}, (r, x) -> {step}, r -> r.rows))"
+
+    def _pass(self, scan: str, search: str) -> str:
+        """One search of the decision pass: emit decided searches from the cursor on, in start order."""
+        kept = f"concat({scan}.kept, array({search}))"
+        fields = ["cursor", "blocked", "matches", "kept", "out"]
+
+        def moved(**changed: str) -> str:
+            return _struct([(f, changed.get(f, f"{scan}.{f}")) for f in fields])
+        number = f"{scan}.matches + 1"
+        emitted = moved(cursor=self._next_start(search), matches=number,
+                        out=f"concat({scan}.out, {self._emitted(search, number)})")
+        return (f"CASE WHEN {scan}.blocked THEN IF(size({search}.th) > 0 OR {search}.found IS NOT NULL, "
+                f"{moved(kept=kept)}, {scan}) "
+                f"WHEN {search}.start < {scan}.cursor THEN {scan} "
+                f"WHEN size({search}.th) > 0 THEN {moved(cursor=f'{search}.start', blocked='true', kept=kept)} "
+                f"WHEN {search}.found IS NULL THEN {scan} "
+                f"ELSE {emitted} END")
+
+    def step(self, acc: str, row: str) -> str:
+        """The fold's state after ``row``: every search advanced (a new one starting at the row last), then the
+        decision pass (``ps``); a row that neither continues a search nor starts one only moves the cursor."""
+        position = f"{acc}.n"
+        depth = self.values.depth
+        searches = (f"transform(concat({acc}.searches, array({self._fresh(row, position)})), "
+                    f"s -> {self._advance('s', row, 'pv', position)})")
+        start = _struct([("cursor", f"{acc}.cursor"), ("blocked", "false"), ("matches", f"{acc}.matches"),
+                         ("kept", self._empty(self.search_type)), ("out", f"{acc}.out")])
+        recent = f"{acc}.recent" if depth == 0 else \
+            f"slice(concat({acc}.recent, array({row})), IF(size({acc}.recent) >= {depth}, 2, 1), {depth})"
+        after = _struct([("n", f"{position} + 1"),
+                         ("cursor", f"IF(ps.blocked, ps.cursor, greatest(ps.cursor, {position} + 1))"),
+                         ("matches", "ps.matches"), ("recent", recent), ("searches", "ps.kept"), ("out", "ps.out")])
+        decided = f"aggregate({searches}, {start}, (sc, sr) -> {self._pass('sc', 'sr')}, ps -> {after})"
+        idle = _struct([("n", f"{position} + 1"), ("cursor", f"{position} + 1"), ("matches", f"{acc}.matches"),
+                        ("recent", recent), ("searches", f"{acc}.searches"), ("out", f"{acc}.out")])
+        step = f"IF(size({acc}.searches) = 0 AND NOT ({self._can_start(row, 'pv', position)}), {idle}, {decided})"
+        return _let(self.values.pv_sql(f"{acc}.recent"), "pv", step) if self.values.previous else step
+
+    def _can_start(self, row: str, pv: str, position: str) -> str:
+        """Whether a search from ``row`` outlives the row: some variable a match can start with takes it."""
+        if ACCEPT in self.automaton.start:
+            return "true"
+        starting = dict.fromkeys(self.automaton.state_variables[q - 1] for q in self.automaton.start)
+        zero = self.values.zero()
+        return " OR ".join(
+            self._define(name, f"({self.values.update(zero, name, row, pv, position)})", Current(name, row, pv))
+            for name in starting)
+
+    # -- parts ----------------------------------------------------------------------------------------------
+    @property
+    def state_type(self) -> str:
+        return (f"struct<n:bigint,cursor:bigint,matches:bigint,recent:array<{self.event_type}>,"
+                f"searches:array<{self.search_type}>>")
+
+    def _initial(self) -> str:
+        return (f"CAST(named_struct('n', 0, 'cursor', 0, 'matches', 0, 'recent', array(), 'searches', array()) "
+                f"AS {self.state_type})")
+
+    def _same_keys(self, left: str, right: str) -> str:
+        return " AND ".join(f"{left}.{quote_name(k)} <=> {right}.{quote_name(k)}" for k in self.keys) or "true"
+
+    @property
+    def keeps_every_partition(self) -> bool:
+        """Whether a partition's state matters without live searches: MATCH_NUMBER() counts every match,
+        PREV reaches back across them."""
+        numbered = any(o.template is not None and Special("MATCH_NUMBER") in o.template.terms for o in self.outputs)
+        return numbered or self.values.depth > 0
+
+    def _fold(self, events: str, state: str) -> str:
+        """The state and ``out`` after the rows ``events`` (an array), from ``state``."""
+        begin = _struct([(f, f"{state}.{f}") for f in STATE] + [("out", f"CAST(array() AS {self.out_type})")])
+        return f"aggregate({events}, {begin}, (acc, ev) -> {self.step('acc', 'ev')})"
+
+    def _kept(self, state: str, out: str) -> str:
+        """Whether a partition's row is stored: it has undecided searches or output, or every one is kept."""
+        return "true" if self.keeps_every_partition else f"size({state}.searches) > 0 OR size({out}) > 0"
+
+    def _events(self, part: str, extra: str) -> list[str]:
+        """The CTE of the stream's rows as structs (``e``), sorted by ORDER BY, then the other columns."""
+        event = "struct(" + ", ".join(quote_name(name) for name, _ in self.columns) + ")"
+        return [f"WITH events AS (SELECT {self._key_list}{event} AS e, {extra} FROM {quote_name(self.stream)}[{part}])"]
+
+    @property
+    def _key_list(self) -> str:
+        return "".join(f"{quote_name(k)}, " for k in self.keys)
+
+    def _joined(self, rows: str, columns: str) -> str:
+        """The CTE of each partition's ``columns`` from ``rows`` (NULL for a partition without rows) joined with its
+        row in Helper[j-1] (``known``, ``st``, ``h_out``, ``h_at``)."""
+        merged = "".join(f"coalesce(l.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}, " for k in self.keys)
+        return (f", joined AS (SELECT {merged}{columns}, h.st IS NOT NULL AS known, coalesce(h.st, {self._initial()}) "
+                f"AS st, h.out AS h_out, h.at AS h_at FROM {rows} AS l FULL OUTER JOIN {self.helper}[j-1] AS h "
+                f"ON {self._same_keys('l', 'h')})")
+
+    def helper_query(self, part: str, previous: bool) -> str:
+        """Helper[part] from the stream's part and, when ``previous``, Helper[j-1] (UPDATE)."""
+        key_list = self._key_list
+        group = f" GROUP BY {', '.join(quote_name(k) for k in self.keys)}" if self.keys else ""
+        lines = self._events(part, "PART_TIMESTAMP AS at")
+        lines.append(f", live AS (SELECT {key_list}array_sort(collect_list(e)) AS evs, max(at) AS at FROM events{group})")
+        if previous:
+            lines.append(self._joined("live", "l.evs, l.at"))
+        else:
+            lines.append(f", joined AS (SELECT {key_list}evs, at, {self._initial()} AS st FROM live)")
+        # a partition without rows in the part (evs NULL) keeps its row as it was
+        fold = self._fold(f"coalesce(evs, CAST(array() AS array<{self.event_type}>))", "st")
+        # LATERAL VIEW binds the fold once: a filter on it is not pushed below it as a copy
+        lines.append(f", folded AS (SELECT {key_list}evs IS NULL AS idle, {'h_out, h_at, ' if previous else ''}at, f "
+                     f"FROM joined LATERAL VIEW explode(array({fold})) AS f)")
+        state = _struct([(f, f"f.{f}") for f in STATE])
+        out, at = ("IF(idle, h_out, f.out)", "IF(idle, h_at, at)") if previous else ("f.out", "at")
+        lines.append(f", stored AS (SELECT {key_list}{state} AS st, {out} AS out, {at} AS at FROM folded)")
+        lines.append(f"SELECT {key_list}st, out, at FROM stored WHERE {self._kept('st', 'out')}")
+        return "\n".join(lines)
+
+    def helper_range_query(self) -> str:
+        """The Helper's RANGE clause (maintainer/ranges.py): a run of parts in one query. Each partition's rows are
+        grouped by part and folded part after part from its state in Helper[j-1] (the part before the run); the
+        state after each part with rows is stored with that part's output, and carried unchanged through the
+        parts without rows (output and ``at`` included), exactly as UPDATE stores them one part at a time."""
+        key_list = self._key_list
+        keys = [quote_name(k) for k in self.keys]
+        group = f" GROUP BY {', '.join(keys)}" if keys else ""
+        part_type = f"struct<p:bigint,st:{self.state_type},out:{self.out_type},at:timestamp>"
+        lines = self._events("j", "__vdf_j AS p")
+        lines.append(f", parts AS (SELECT {key_list}p, array_sort(collect_list(e)) AS evs FROM events GROUP BY {key_list}p)")
+        lines.append(f", seqs AS (SELECT {key_list}array_sort(collect_list(named_struct('p', p, 'evs', evs))) AS ps "
+                     f"FROM parts{group})")
+        lines.append(self._joined("seqs", f"coalesce(l.ps, CAST(array() AS array<struct<p:bigint,evs:array<"
+                                          f"{self.event_type}>>>)) AS ps"))
+        after = _struct([(f, f"f.{f}") for f in STATE])
+        done = _struct([("p", "q.p"), ("st", after), ("out", "f.out"),
+                        ("at", f"timestamp_seconds(q.p * {self.partition_length})")])
+        folded = _let(self._fold("q.evs", "sc.st"), "f", _struct([("st", after), ("out", f"concat(sc.out, array({done}))")]))
+        scan = f"aggregate(ps, named_struct('st', st, 'out', CAST(array() AS array<{part_type}>)), (sc, q) -> {folded})"
+        lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, h_out, h_at, sc.out AS done FROM joined "
+                     f"LATERAL VIEW explode(array({scan})) AS sc)")
+        beyond = "CAST(__vdf_last + 1 AS bigint)"
+        lines.append(f", segments AS (SELECT {key_list}o.p, o.st, o.out, o.at, coalesce(try_element_at(done, pos + 2).p, "
+                     f"{beyond}) AS next FROM scanned LATERAL VIEW posexplode(done) AS pos, o "
+                     f"UNION ALL SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, h_out AS out, "
+                     f"h_at AS at, coalesce(try_element_at(done, 1).p, {beyond}) AS next FROM scanned WHERE known)")
+        # a part without rows keeps the row of the part before it, when that row is stored
+        carried = f"IF(next - 1 >= p + 1 AND ({self._kept('st', 'out')}), sequence(p + 1, next - 1), array())"
+        lines.append(f", steps AS (SELECT {key_list}p, st, out, at FROM segments WHERE p >= __vdf_first "
+                     f"UNION ALL SELECT {key_list}c AS p, st, out, at FROM segments LATERAL VIEW explode({carried}) AS c)")
+        lines.append(f"SELECT {key_list}st, out, at, p AS __vdf_part FROM steps WHERE {self._kept('st', 'out')}")
+        return "\n".join(lines)
+
+    def final_query(self, part: str) -> str:
+        """The final view's part: the user's query over the rows of the matches emitted in the part (not those a
+        partition without rows in the part carries over)."""
+        keys = [f"{quote_name(k)}" for k in self.keys]
+        columns = keys + [f"o.{quote_name(o.name)} AS {quote_name(o.name)}" for o in self.outputs]
+        rows = (f"(SELECT {', '.join(columns)} FROM {self.helper}[{part}] LATERAL VIEW explode(out) AS o "
+                f"WHERE at = PART_TIMESTAMP)")
+        return self.query.around(rows)
+
+    def helper_text(self) -> str:
+        helper = self.helper
+        return viewdf_text(helper, [(f"INITIALIZE {helper}[i]", self.helper_query("i", False)),
+                                    (f"UPDATE {helper}[j]", self.helper_query("j", True)),
+                                    (f"RANGE {helper}[j]", self.helper_range_query())], self.partition_length,
+                           f"UNCHANGED WHEN {quote_name(self.stream)}[j] IS EMPTY")
+
+    def final_text(self) -> str:
+        name = quote_name(self.name)
+        return viewdf_text(name, [(f"INITIALIZE {name}[i]", self.final_query("i")),
+                                  (f"UPDATE {name}[j]", self.final_query("j")),
+                                  (f"RECOMPUTE {name}[j]", self.recompute)], self.partition_length,
+                           f"EMPTY WHEN {quote_name(self.stream)}[j] IS EMPTY")
+
+
+def position_slot(kind: str, variable: str | None) -> Slot:
+    """The slot of a variable's first (``fpos``) or last (``lpos``) row position (None: any variable)."""
+    return Slot(kind, variable, None, 0)
