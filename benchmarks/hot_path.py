@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from viewdf_magic import Warehouse
 from viewdf_magic.network_example import NETWORK_DDL
+from viewdf_magic.storage.slices import folder_of
 
 from .common import FIRST_PART, bench_session, median, network_part, timed
 
@@ -57,8 +58,8 @@ def main() -> None:
         batch.unpersist()
         if k > 0:
             wh = warehouses["uncached"]
-            m_folder = wh.fs.uri(wh.catalog.state("M").parts[part].folders[0])
-            helper_folder = wh.fs.uri(wh.catalog.state("Helper").parts[part - 1].folders[0])
+            m_folder = wh.fs.uri(folder_of(wh.catalog.state("M").parts[part].folders[0]))
+            helper_folder = wh.fs.uri(folder_of(wh.catalog.state("Helper").parts[part - 1].folders[0]))
             times["hand-written"].append(timed(lambda: hand_written_step(spark, m_folder, helper_folder,
                                                                         f"{root}/hand/{k}")))
     hand = median(times["hand-written"])

@@ -29,6 +29,7 @@ import time
 from pyspark.sql import functions as F
 
 from viewdf_magic import Warehouse
+from viewdf_magic.storage.slices import folder_of
 from viewdf_magic.timeparts import part_start
 
 from .common import FIRST_PART, bench_session, median, network_part, timed
@@ -93,7 +94,7 @@ def main() -> None:
             times[step_key].append(steps)
             times[ingest_key].append(time.perf_counter() - started - steps)
         batch.unpersist()
-        m_folder = wh.fs.uri(wh.catalog.state("M").parts[part].folders[0])
+        m_folder = wh.fs.uri(folder_of(wh.catalog.state("M").parts[part].folders[0]))
         hand.append(timed(lambda: hand_written_step(spark, m_folder, f"{root}/hand/{k - 1}/helper" if k else None,
                                                     f"{root}/hand/{k}")))
         if k > 1:
