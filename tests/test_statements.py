@@ -146,6 +146,18 @@ def test_insert_and_load_into_streams(warehouse, tmp_path):
         [(4, 50, STAMP("2015-01-01 10:03"))]
 
 
+def test_load_of_pandas_nanosecond_parquet_says_how_to_write_it(warehouse, tmp_path):
+    frame = pd.DataFrame({"ts": pd.to_datetime(["2015-01-01 10:00:30"]), "src": ["a"], "dest": ["b"], "loss": [12]})
+    frame.to_parquet(tmp_path / "ns.parquet")                        # pandas' default: nanoseconds
+    frame.to_parquet(tmp_path / "us.parquet", coerce_timestamps="us")  # what the hint says
+    warehouse.execute("CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) PARTITION LENGTH 60")
+    with pytest.raises(ViewDFError, match=r"nanosecond timestamps.*coerce_timestamps='us'"):
+        warehouse.execute(f"LOAD '{tmp_path / 'ns.parquet'}' INTO M")
+    warehouse.execute(f"LOAD '{tmp_path / 'us.parquet'}' INTO M")
+    assert warehouse.execute("SELECT ts, src, dest, loss FROM M").values.tolist() == \
+        [[STAMP("2015-01-01 10:00:30"), "a", "b", 12]]
+
+
 ODD_NAMES = ["x; DROP", "../escape", "a/../../b", "sp ace", "`tick`"]
 
 

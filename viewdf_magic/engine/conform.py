@@ -83,6 +83,11 @@ def to_frame(spark: SparkSession, data: pd.DataFrame | DataFrame) -> DataFrame:
     raise ViewDFError(f"expected a pandas or Spark DataFrame, got {type(data).__name__}")
 
 
+# pandas writes nanosecond timestamps to Parquet by default, and Spark reads none
+NANOSECOND_HINT = ("; Spark cannot read nanosecond timestamps, which pandas writes by default: write the file "
+                   "with DataFrame.to_parquet(path, coerce_timestamps='us'), or as CSV")
+
+
 def read_file(spark: SparkSession, path: str, fmt: str | None, options: dict[str, str], schema: StructType,
               error: ErrorAt) -> DataFrame:
     """Read a CSV, Parquet or JSON file and conform it to ``schema`` by column name."""
@@ -105,7 +110,10 @@ def read_file(spark: SparkSession, path: str, fmt: str | None, options: dict[str
         if fmt == "csv":   # all CSV columns are strings; ANSI casts reject malformed values
             frame = frame.select([F.col(quote_name(c)).cast(StringType()) for c in frame.columns])
     except SPARK_ERRORS as exc:
-        raise error(f"cannot read '{path}': {spark_error(exc).message}") from None
+        message = spark_error(exc).message
+        if "TIMESTAMP(NANOS" in message:
+            message += NANOSECOND_HINT
+        raise error(f"cannot read '{path}': {message}") from None
     return conform_by_name(frame, schema, error)
 
 
