@@ -7,6 +7,7 @@ DOUBLE values within the drift bound of docs/language.md (``window_oracle.sum_dr
 values a running sum saw since its last REFRESH EVERY part). VIEWDF_WINDOW_EXAMPLES sets the number
 of examples (default 16)."""
 
+import itertools
 import os
 import re
 
@@ -20,6 +21,8 @@ from window_oracle import EPSILON, aggregate, sum_drift_bound, window_parts, wit
 EXAMPLES = int(os.environ.get("VIEWDF_WINDOW_EXAMPLES", "16"))
 T0 = pd.Timestamp("2015-01-01 10:00")
 FIRST_PART = 23668440                      # T0's part with PARTITION LENGTH 60
+_warehouses = itertools.count()  # one fresh warehouse per example, never a reused name
+
 INCREMENTAL = {"total": "sum(loss)", "nn": "count(loss)", "n": "count(*)", "mean": "avg(loss)",
                "peak": "max(loss)", "low": "min(loss)"}
 HOLISTIC = {"nd": "count(DISTINCT loss)", "pa": "percentile_approx(loss, 0.5)", "med": "median(loss)"}
@@ -122,7 +125,7 @@ def test_window_view_equals_recompute_and_oracle(make_warehouse, case, query):
     data, width, slide, parts = case
     columns, keys, where, having = query
     double = data["loss"].dtype == "float64"
-    wh = make_warehouse(f"prop{abs(hash((len(data), width, slide, parts))) % 10**9}_{id(data)}")
+    wh = make_warehouse(f"prop{next(_warehouses)}")
     wh.execute(f"CREATE STREAM M (ts TIMESTAMP, src STRING, loss {'DOUBLE' if double else 'INT'}) "
                f"PARTITION LENGTH 60")
     wh.ingest("M", data)
