@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from oracles import rows, rows_by_part
@@ -29,15 +29,18 @@ def stream(events: list[tuple]) -> pd.DataFrame:
     return frame.astype({"x": "Int32", "y": "Int32"})
 
 
-def check(wh, data: pd.DataFrame, *patterns: Pattern, schema: str = STREAM, recompute: bool = True) -> list[dict]:
-    """Create a view V0, V1, ... for each pattern, ingest ``data``, and assert for every part of the stream's
-    range: stored rows == oracle rows (== recomputed rows, unless ``recompute`` is False, then at the last
-    part only). Returns the oracle's rows by part, for each pattern."""
+def check(wh, data: pd.DataFrame, *patterns: Pattern, schema: str = STREAM, recompute: bool = True,
+          by_part: bool = False) -> list[dict]:
+    """Create a view V0, V1, ... for each pattern, ingest ``data`` (``by_part``: one batch per minute, so
+    each part is a step of its own), and assert for every part of the stream's range: stored rows ==
+    oracle rows (== recomputed rows, unless ``recompute`` is False, then at the last part only). Returns
+    the oracle's rows by part, for each pattern."""
     wh.execute(schema)
     for number, pattern in enumerate(patterns):
         wh.execute(pattern.sql(f"V{number}"))
-    wh.ingest("M", data)
     minutes = pd.to_datetime(data["ts"]).dt.floor("min")
+    for _, batch in (data.groupby(minutes, sort=True) if by_part else [(None, data)]):
+        wh.ingest("M", batch)
     stamps = list(pd.date_range(minutes.min(), minutes.max(), freq="min"))
     found = []
     for number, pattern in enumerate(patterns):
@@ -127,6 +130,31 @@ def streams(draw) -> pd.DataFrame:
 @given(pattern=patterns(), data=streams())
 def test_random_patterns_match_oracle_and_recompute(make_warehouse, pattern, data):
     check(make_warehouse(f"random{next(_names)}"), data, pattern)
+
+
+RISING = Pattern((("a", False), ("b", True)), (Cmp(">", Ref("b", "cur", "x"), Ref("a", "cur", "x")),),
+                 (("src", Ref(None, "cur", "src")), ("n", Agg("count*", None, ""))), ("src",))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=patterns(), data=streams())
+@example(pattern=RISING, data=stream([(0, 0, "p", 1, 1), (1, 0, "p", 2, 2), (1, 0, "q", 0, 0), (2, 0, "p", 3, 3),
+                                      (2, 30, "p", 4, 4), (2, 0, None, 1, 1), (2, 30, None, 2, 2), (3, 0, "p", 5, 5)]))
+def test_each_part_gets_the_plan_its_keys_allow_and_matches_oracle(make_warehouse, pattern, data):
+    """A stream without UNIQUE, ingested part by part, mixing parts where each group has one event with
+    parts where some group has two (ties and NULL groups included): the Helper's single-event UPDATE runs
+    exactly for the former, the general one for the latter, and every part equals the oracle and Direct."""
+    wh = make_warehouse(f"mixed{next(_names)}")
+    check(wh, data, pattern, by_part=True)
+    minutes = pd.to_datetime(data["ts"]).dt.floor("min")
+    repeats = data.assign(minute=minutes, key=data["src"].fillna("<null>")).groupby("minute")["key"] \
+        .agg(lambda keys: keys.duplicated().any())
+    parts = wh.catalog.state("V0__helper").parts
+    for minute, repeated in repeats.items():
+        if minute == minutes.min():
+            continue        # INITIALIZE
+        subscript = int(minute.timestamp()) // 60
+        assert parts[subscript].how == ("update" if repeated else "update when unique"), (minute, parts[subscript])
 
 
 UNIQUE_STREAM = STREAM + " UNIQUE (src) PER PART"

@@ -41,6 +41,7 @@ class PartMeta:
     repairs: int = 0                    # view parts: recomputations after late data
     changed: int = 0                    # catalog version of the last content change (set by the catalog)
     verified: int = 0                   # catalog version it was last computed or checked at (set by the catalog)
+    unique: tuple[tuple[str, ...], ...] = ()   # stream parts: column sets (lower case) no two rows share, checked
 
     @property
     def late_rows(self) -> bool:
@@ -58,6 +59,7 @@ class PartMeta:
         data["folders"] = tuple(data["folders"])
         data["lineage"] = tuple(LineageRange(*r) for r in data["lineage"])
         data["arrivals"] = tuple(data.get("arrivals", ()))
+        data["unique"] = tuple(tuple(columns) for columns in data.get("unique", ()))
         return PartMeta(**data)
 
 
@@ -88,6 +90,14 @@ class ObjectDef:
     def unique_clause(self) -> str:
         """``UNIQUE (a, b) PER PART`` as declared ("" when the stream declares none)."""
         return f"UNIQUE ({', '.join(self.unique)}) PER PART" if self.unique else ""
+
+    def unique_in(self, meta: PartMeta | None, columns: tuple[str, ...]) -> bool:
+        """No two rows of the stream part ``meta`` share ``columns``: the part has no rows, the stream is
+        declared UNIQUE on some of them, or ingest found no repeat on some of them."""
+        wanted = {c.lower() for c in columns}
+        if meta is None or meta.rows <= 1 or (self.unique and {c.lower() for c in self.unique} <= wanted):
+            return True
+        return any(set(known) <= wanted for known in meta.unique)
 
     @property
     def schema(self) -> StructType:

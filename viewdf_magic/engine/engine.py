@@ -56,7 +56,8 @@ class Engine:
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
         self.repairer = Repairer(self.maintainer)
         self.retention = Retention(self.maintainer)
-        self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention)
+        self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
+                                 self.maintainer.unique_key_sets)
         self.writer = WriterLock(self.fs, lock_timeout)
         self._lock = threading.RLock()
         self._since: int | None = None    # catalog version when the running statement began

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from ..catalog.actions import Action, Advance, Create, Part, TableData
@@ -60,11 +61,13 @@ class IngestReport:
 class Ingester:
     """Writes batches into stream parts and dimension tables."""
 
-    def __init__(self, spark: SparkSession, catalog: Catalog, store: PartStore, retention: Retention) -> None:
+    def __init__(self, spark: SparkSession, catalog: Catalog, store: PartStore, retention: Retention,
+                 key_sets: Callable[[ObjectDef], list[tuple[str, ...]]]) -> None:
         self.spark = spark
         self.catalog = catalog
         self.store = store
         self.retention = retention
+        self.key_sets = key_sets          # the column sets whose uniqueness per part views ask of a stream
 
     def append_stream(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt) -> IngestReport:
         """Route rows to parts by timestamp and publish the parts; nothing is published on error.
@@ -72,8 +75,9 @@ class Ingester:
         One Spark job writes the batch (one folder, sorted by part) and observes its row count, its rows
         without a timestamp and its first and last part; the checks run on what was written, and a
         refused batch's folder is deleted before anything names it. Only a batch spanning several parts
-        counts them in a second job (reading the written part numbers), and a UNIQUE stream's check reads
-        the written keys."""
+        counts them in a second job (reading the written part numbers), a UNIQUE stream's check reads
+        the written keys, and the uniqueness facts views ask for (``UPDATE .. WHEN X[j] IS UNIQUE``) are
+        found in one job over the written keys' hashes."""
         report = IngestReport(definition.name)
         if not frame.columns:
             return report
@@ -89,8 +93,9 @@ class Ingester:
                 assert batch.first is not None and batch.last is not None     # it has rows
                 parts = {batch.first: batch.rows} if batch.first == batch.last else self.store.part_counts(folder)
                 self._validate(definition, parts, error)
-                self._check_unique(definition, [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts],
-                                   error)
+                written = [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts]
+                self._check_unique(definition, written, error)
+                facts = self._unique_facts(definition, written, parts, self.key_sets(definition))
             except SPARK_ERRORS as exc:
                 raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                     from None
@@ -107,10 +112,10 @@ class Ingester:
             old = state.parts.get(s)
             if old is not None:     # late rows for a part that has rows: the part grows
                 meta = dataclasses.replace(old, rows=old.rows + n, folders=old.folders + folders,
-                                           arrivals=old.arrivals + (now,), updated=now)
+                                           arrivals=old.arrivals + (now,), updated=now, unique=facts.get(s, ()))
             else:
                 how = "ingest" if newest is None or s > newest else "late"
-                meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,))
+                meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,), unique=facts.get(s, ()))
             actions.append(Part(definition.key, meta))
         through = max(parts)
         actions.append(Advance(definition.key, through, now))
@@ -172,15 +177,9 @@ class Ingester:
         """UNIQUE (..) PER PART: no two rows of one part, in the batch or already stored, share the columns."""
         if not definition.unique:
             return
-        assert definition.timestamp_column is not None      # every stream has one
-        state = self.catalog.state(definition.name)
-        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.length))
         keys = [F.col(quote_name(c)) for c in definition.unique]
-        stored = [s for s in (w.target for w in written) if s in state.parts]   # late rows join a part with rows
-        rows = self.store.read_slices(definition, written)
-        if stored:
-            rows = rows.unionByName(self.store.read_parts(definition, state, stored))
-        twice = rows.groupBy(subscript.alias("s"), *keys).count().where("count > 1").limit(1).collect()
+        twice = self._part_rows(definition, written).groupBy(_subscript(definition).alias("s"), *keys).count() \
+            .where("count > 1").limit(1).collect()
         if twice:
             row = twice[0]
             columns = ", ".join(definition.unique)
@@ -188,6 +187,31 @@ class Ingester:
             raise error(f"{row['count']} rows of part {format_part(row['s'], definition.length)} have "
                         f"({columns}) = ({values}), but {definition.name} is {definition.unique_clause}; "
                         f"nothing was written")
+
+    def _unique_facts(self, definition: ObjectDef, written: list[Wanted], counts: dict[int, int],
+                      key_sets: list[tuple[str, ...]]) -> dict[int, tuple[tuple[str, ...], ...]]:
+        """For each written part (``counts``: its rows in the batch), the column sets of ``key_sets`` that no
+        two of its rows (stored ones included) share, from one Spark job over the sets' 64-bit hashes: a
+        collision can only cost a fact, never make one up. A part of one row needs no job."""
+        stored = self.catalog.state(definition.name).parts
+        if not key_sets or all(counts[w.target] <= 1 and w.target not in stored for w in written):
+            return {}
+        spelled = {f.name.lower(): f.name for f in definition.schema.fields}
+        hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
+        rows, subscript = self._part_rows(definition, written), _subscript(definition).alias("s")
+        keyed = rows.select(subscript, F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
+            rows.select(subscript, F.posexplode(F.array(*hashes)).alias("k", "h"))
+        repeated = keyed.groupBy("s", "k", "h").count().where("count > 1").select("s", "k").distinct().collect()
+        broken = {(int(row["s"]), int(row["k"])) for row in repeated}
+        return {w.target: tuple(keys for k, keys in enumerate(key_sets) if (w.target, k) not in broken)
+                for w in written}
+
+    def _part_rows(self, definition: ObjectDef, written: list[Wanted]) -> DataFrame:
+        """The rows of the parts a batch wrote: the batch's, and those stored before (late rows)."""
+        state = self.catalog.state(definition.name)
+        stored = [s for s in (w.target for w in written) if s in state.parts]   # late rows join a part with rows
+        rows = self.store.read_slices(definition, written)
+        return rows.unionByName(self.store.read_parts(definition, state, stored)) if stored else rows
 
     def append_table(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt,
                      create: bool = False) -> int:
@@ -204,6 +228,12 @@ class Ingester:
         actions.append(TableData(definition.key, (folder,) if rows else (), rows, time.time()))
         self.catalog.commit(actions)
         return rows
+
+
+def _subscript(definition: ObjectDef) -> Column:
+    """The part number of a stream row, from its timestamp."""
+    assert definition.timestamp_column is not None      # every stream has one
+    return F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.length))
 
 
 def _reason(exc: BaseException) -> str:

@@ -82,7 +82,8 @@ def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
     sections: list[tuple[str, str]] = []
     for view in explained:
         line, plans = _explain_steps(engine, view)
-        summary += [line, engine.maintainer.jobless_summary(view), engine.maintainer.fuser.describe(view)]
+        summary += [line, engine.maintainer.jobless_summary(view), engine.maintainer.fuser.describe(view),
+                    _unique_summary(engine, view)]
         sections += [(f"ViewDF of {view.name}", catalog_tables.describe_text(view)), *plans]
     summary += [engine.maintainer.range_summary(view) for view in
                 [*explained, *(d for d in engine.catalog.views() if d.owner and d.owner.lower() == definition.key
@@ -118,6 +119,23 @@ def _explain_steps(engine: Engine, definition: ObjectDef) -> tuple[str, list[tup
         plans = _plans(engine, definition, shown)
     return line, [(f"Query of {which}", resolved_sql(shown.query, shown.refs)),
                   (f"Spark plans of {which}", plans)]
+
+
+RECENT_PARTS = 8        # EXPLAIN VIEW names the clause of this many newest parts
+
+
+def _unique_summary(engine: Engine, definition: ObjectDef) -> str:
+    """For a view with UPDATE .. WHEN X[j] IS UNIQUE: when it runs, and which UPDATE each recent part got."""
+    view = engine.maintainer.compiled(definition)
+    if view.unique_guard is None:
+        return ""
+    guard = f"{view.unique_guard.fragment.text} IS UNIQUE ({', '.join(view.unique_columns)})"
+    parts = engine.catalog.state(definition.name).parts
+    recent = [(s, parts[s].how) for s in list(parts)[-RECENT_PARTS:]]
+    named = "; ".join(f"{format_part(s, definition.length)} {how.upper()}" for s, how in recent)
+    return (f"{definition.name} has two UPDATE clauses: UPDATE WHEN {guard} for the parts where ingest found no two "
+            f"rows with the same ({', '.join(view.unique_columns)}), the other for the rest (a run of parts computed "
+            f"in one range step uses its range plan). " + (f"Its newest parts: {named}." if recent else ""))
 
 
 def _plans(engine: Engine, definition: ObjectDef, step: PendingStep) -> str:

@@ -16,7 +16,7 @@ from ..timeparts import UNIT_SECONDS
 from .source import Fragment
 from .statements import (Alter, CreateQueryView, CreateStream, CreateTable, Creation, CreateViewDF, DeltaQuery,
                          Describe, Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance, Show,
-                         Statement, Step, Vacuum, Verify)
+                         Statement, Step, UniqueGuard, Vacuum, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -327,9 +327,13 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
         assert token is not None
         clause = token.text.upper() if token.token_type not in _QUOTED else ""
         if clause in ("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE"):
-            if clause in clauses:
-                raise cursor.error(f"{clause} is given twice")
-            clauses[clause] = _delta_query(cursor, clause, name)
+            start = cursor.index
+            delta = _delta_query(cursor, clause, name)
+            key = clause + (" WHEN UNIQUE" if delta.guard else "")
+            if key in clauses:
+                cursor.index = start
+                raise cursor.error(f"{'UPDATE ... WHEN ... IS UNIQUE' if delta.guard else clause} is given twice")
+            clauses[key] = delta
         elif cursor.accept("PARTITION", "LENGTH"):
             length, length_at = cursor.duration("PARTITION LENGTH")
         elif cursor.accept("START", "AT", "LATEST"):
@@ -357,7 +361,8 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
         raise cursor.fragment.error("REFRESH EVERY n PARTS needs a RECOMPUTE clause", name.start, name.end)
     return CreateViewDF(cursor.fragment, name, clauses["INITIALIZE"], clauses["UPDATE"],
                         clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh, creation,
-                        clauses.get("RANGE"), declared.get("UNCHANGED"), declared.get("EMPTY"))
+                        clauses.get("RANGE"), declared.get("UNCHANGED"), declared.get("EMPTY"),
+                        clauses.get("UPDATE WHEN UNIQUE"))
 
 
 def _empty_parts(cursor: _Cursor) -> Fragment:
@@ -365,23 +370,42 @@ def _empty_parts(cursor: _Cursor) -> Fragment:
     references and their conditions (compiled by ``queries.compile_references``)."""
     first = cursor.peek()
     while True:
-        cursor.name("a stream or view")
-        opening = cursor.peek()
-        cursor.expect("[")
-        depth = 1
-        while depth:
-            token = cursor.peek()
-            if token is None:
-                assert opening is not None
-                raise cursor.fragment.error("unclosed '[' in a partition reference", opening.start, opening.end + 1)
-            depth += cursor.is_word(token, "[") - cursor.is_word(token, "]")
-            cursor.index += 1
+        _part_reference(cursor)
         cursor.expect("IS", "EMPTY")
         if not cursor.accept("AND"):
             break
     last = cursor.tokens[cursor.index - 1]
     assert first is not None
     return Fragment(cursor.fragment.source, first.start, last.end + 1)
+
+
+def _part_reference(cursor: _Cursor) -> Fragment:
+    """``X[<subscript>]`` at the cursor."""
+    first = cursor.peek()
+    cursor.name("a stream or view")
+    opening = cursor.peek()
+    cursor.expect("[")
+    depth = 1
+    while depth:
+        token = cursor.peek()
+        if token is None:
+            assert opening is not None
+            raise cursor.fragment.error("unclosed '[' in a partition reference", opening.start, opening.end + 1)
+        depth += cursor.is_word(token, "[") - cursor.is_word(token, "]")
+        cursor.index += 1
+    assert first is not None
+    return Fragment(cursor.fragment.source, first.start, cursor.tokens[cursor.index - 1].end + 1)
+
+
+def _unique_guard(cursor: _Cursor) -> UniqueGuard:
+    """``X[j] IS UNIQUE (a, b)`` after ``UPDATE V[j] WHEN``."""
+    part = _part_reference(cursor)
+    cursor.expect("IS", "UNIQUE", "(")
+    names = [cursor.name("a column name")]
+    while cursor.accept(","):
+        names.append(cursor.name("a column name"))
+    cursor.expect(")")
+    return UniqueGuard(part, tuple(names))
 
 
 def _clause_end(cursor: _Cursor) -> int:
@@ -413,13 +437,14 @@ def _delta_query(cursor: _Cursor, clause: str, view: Name) -> DeltaQuery:
     cursor.expect("[")
     variable = cursor.name("the part variable, e.g. i or j")
     cursor.expect("]")
+    guard = _unique_guard(cursor) if clause == "UPDATE" and cursor.accept("WHEN") else None
     cursor.expect("AS")
     end = _clause_end(cursor)
     if end == cursor.index:
         raise cursor.error(f"expected the {clause} query")
     query = Fragment(cursor.fragment.source, cursor.tokens[cursor.index].start, cursor.tokens[end - 1].end + 1)
     cursor.index = end
-    return DeltaQuery(clause, head, variable.text, query)
+    return DeltaQuery(clause, head, variable.text, query, guard)
 
 
 def _insert(cursor: _Cursor) -> Insert:

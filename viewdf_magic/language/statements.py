@@ -87,6 +87,15 @@ class CreateTable(Statement):
 
 
 @dataclass(frozen=True)
+class UniqueGuard:
+    """``WHEN X[j] IS UNIQUE (a, b)`` on an UPDATE clause: it computes the parts where no two rows of
+    the stream part X[j] share the columns."""
+
+    part: Fragment               # the reference, X[j]
+    columns: tuple[Name, ...]
+
+
+@dataclass(frozen=True)
 class DeltaQuery:
     """One clause of a View Delta Function: ``INITIALIZE V[i] AS <query>``."""
 
@@ -94,6 +103,7 @@ class DeltaQuery:
     head: Name                   # the view name written in the head
     variable: str                # the part variable, e.g. "i" or "j"
     query: Fragment
+    guard: UniqueGuard | None = None     # UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS: the update for such parts
 
 
 @dataclass(frozen=True)
@@ -112,6 +122,7 @@ class CreateViewDF(Statement):
     range: DeltaQuery | None = None       # RANGE V[j] AS ...: a run of parts in one query (maintainer/ranges.py)
     unchanged_when: Fragment | None = None   # UNCHANGED WHEN X[j] IS EMPTY [AND ...]: part j holds part j-1's rows
     empty_when: Fragment | None = None       # EMPTY WHEN X[j] IS EMPTY [AND ...]: part j has no rows
+    unique_update: DeltaQuery | None = None  # UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS ...: used where it holds
 
 
 @dataclass(frozen=True)

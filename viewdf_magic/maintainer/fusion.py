@@ -92,7 +92,8 @@ class Fuser:
                 continue
             compiled = self.compiled(view)
             has_parts = bool(self.catalog.state(view.name).parts)
-            hows = {s: compiled.clause(s, has_parts or s != first) for s in range(first, last + 1)}
+            hows = {s: compiled.clause(s, has_parts or s != first, self.timeline.uniqueness(view, s))
+                    for s in range(first, last + 1)}
             fusion = self._fusion(source, view, hows)
             if fusion is not None:
                 found.append(fusion)

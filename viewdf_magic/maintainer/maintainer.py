@@ -28,7 +28,7 @@ from .fusion import Fuser, Fusion, embed
 from .ranges import RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline, check_retained, existing
-from .views import CompiledView, ViewDefiner, compile_existing
+from .views import CompiledView, ViewDefiner, compile_existing, same_clause
 
 PROGRESS_MIN_STEPS = 10
 HISTORY_SIZE = 500
@@ -101,6 +101,21 @@ class Maintainer:
             self._compiled[definition.key] = cached
         return cached
 
+    def unique_key_sets(self, stream: ObjectDef) -> list[tuple[str, ...]]:
+        """The column sets (lower case) that views' UPDATE .. WHEN X[j] IS UNIQUE (..) ask of ``stream``'s
+        parts, except those its declared UNIQUE .. PER PART already answers: what ingest checks."""
+        declared = {c.lower() for c in stream.unique}
+        wanted: list[tuple[str, ...]] = []
+        for view in self.catalog.views():
+            compiled = self.compiled(view)
+            guard = compiled.unique_guard
+            if guard is None or not any(b.name.lower() == stream.key for b in guard.bindings):
+                continue
+            columns = tuple(sorted(c.lower() for c in compiled.unique_columns))
+            if columns not in wanted and not (declared and declared <= set(columns)):
+                wanted.append(columns)
+        return wanted
+
     def forget(self, definition: ObjectDef) -> None:
         self._compiled.pop(definition.key, None)
         self._range_plans.pop(definition.key, None)
@@ -124,7 +139,7 @@ class Maintainer:
         return self._step_at(definition, subscript, any(s < subscript for s in parts))
 
     def _step_at(self, definition: ObjectDef, subscript: int, has_parts: bool) -> PendingStep:
-        how, query = self.compiled(definition).clause(subscript, has_parts)
+        how, query = self.compiled(definition).clause(subscript, has_parts, self.timeline.uniqueness(definition, subscript))
         refs = self.timeline.resolve(query, definition, subscript)
         horizon = self.timeline.horizon()
         in_time = horizon is not None and subscript * definition.length < horizon
@@ -429,7 +444,7 @@ class Maintainer:
         """The view's previous part, when its UNCHANGED WHEN inputs are empty at ``step``'s UPDATE, with the
         reason in words; its rows are then the new part's too (a slice read as another part is stamped
         as that part), and no Spark job runs. Not for a previous part stored before slices existed."""
-        if not self.jobless_empty_parts or step.how != "update":
+        if not self.jobless_empty_parts or not same_clause(step.how, "update"):
             return None
         because = self._declared(step, self.compiled(step.view).unchanged_when)
         previous = self.catalog.state(step.view.name).parts.get(step.subscript - 1)

@@ -21,6 +21,7 @@ from ..wording import plural
 from .maintainer import MaintenanceFailure, Maintainer, PendingStep
 from .reports import StepReport
 from .timeline import existing
+from .views import same_clause
 
 REPAIR_SETTING = "repair"     # catalog setting: {"since": epoch seconds, "version": catalog version}
 
@@ -112,7 +113,7 @@ class Repairer:
             first = max(first, state.dropped_before)
         compiled = self.maintainer.compiled(definition)
         for subscript in range(first, newest + 1):
-            how, query = compiled.clause(subscript, subscript != start)
+            how, query = compiled.clause(subscript, subscript != start, self.timeline.uniqueness(definition, subscript))
             try:
                 refs = self.timeline.resolve(query, definition, subscript)
             except ViewDFError as error:
@@ -121,7 +122,7 @@ class Repairer:
             inputs = [(ref.definition, s) for ref in refs if ref.definition.partitioned
                       for s in existing(ref.subscripts, self.catalog.state(ref.definition.name).parts)]
             affected = any(self._touched(d, s, version, touched) for d, s in inputs)
-            stale = (previous is None or previous.how != how
+            stale = (previous is None or not same_clause(previous.how, how)
                      or any(self._changed(d, s) > previous.verified for d, s in inputs))
             if stale and not all(self.timeline.available(ref, definition) for ref in refs):
                 report.deferred += 1

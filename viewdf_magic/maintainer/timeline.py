@@ -9,7 +9,7 @@ comparison for every part V[j]'s query names.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ..catalog.catalog import Catalog
 from ..catalog.model import CATALOG_DEFINITION, LineageRange, ObjectDef
@@ -111,6 +111,17 @@ class Timeline:
                 for d in self.catalog.objects.values() if d.kind == "stream"
                 for d_state in [self.catalog.state(d.name)] if d_state.newest is not None]
         return max(ends) if ends else None
+
+    def uniqueness(self, view: ObjectDef, subscript: int) -> Callable[[CompiledQuery, tuple[str, ...]], bool]:
+        """For ``view``'s part ``subscript``: whether no two rows of the stream parts a guard names
+        (``X[j] IS UNIQUE (..)``) share the columns, as ingest recorded or the stream declares."""
+        def unique(guard: CompiledQuery, columns: tuple[str, ...]) -> bool:
+            for ref in self.resolve(guard, view, subscript):
+                parts = self.catalog.state(ref.definition.name).parts
+                if ref.first is None or not all(ref.definition.unique_in(parts.get(s), columns) for s in ref.subscripts):
+                    return False
+            return True
+        return unique
 
     def resolve(self, query: CompiledQuery, target: ObjectDef | None, subscript: int | None,
                 scope: int | None = None) -> list[ResolvedRef]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import cast
+from typing import Callable, cast
 
 from pyspark.errors import PySparkException
 from pyspark.sql.types import StructField, StructType
@@ -19,6 +19,14 @@ from ..language.statements import CreateViewDF, DeltaQuery
 from .execute import QueryRunner
 from ..storage.spark_errors import spark_error
 from .timeline import ResolvedRef, Timeline
+
+UNIQUE_UPDATE = "update when unique"   # the clause name of a part computed by UPDATE .. WHEN .. IS UNIQUE
+
+
+def same_clause(how: str, other: str) -> bool:
+    """Whether two parts were computed by the same clause, counting both UPDATEs as one (same rows)."""
+    return how.split()[0] == other.split()[0]
+
 
 # Part subscripts at which reference arithmetic is checked for future and cyclic references.
 _SAMPLE_SUBSCRIPTS = (1_000_000, 1_000_001, 1_000_059, 23_667_840, 23_667_899, 394_464)
@@ -36,14 +44,22 @@ class CompiledView:
     range: CompiledQuery | None = None      # RANGE: a run of parts at once (maintainer/ranges.py)
     unchanged_when: CompiledQuery | None = None   # UNCHANGED WHEN: inputs whose emptiness makes UPDATE copy V[j-1]
     empty_when: CompiledQuery | None = None       # EMPTY WHEN: inputs whose emptiness makes the part empty
+    unique_update: CompiledQuery | None = None    # UPDATE .. WHEN X[j] IS UNIQUE (..): for parts where that holds
+    unique_guard: CompiledQuery | None = None     # its X[j] (references only)
+    unique_columns: tuple[str, ...] = ()          # its columns, as X's schema spells them
 
-    def clause(self, subscript: int, has_parts: bool) -> tuple[str, CompiledQuery]:
+    def clause(self, subscript: int, has_parts: bool,
+               unique: Callable[[CompiledQuery, tuple[str, ...]], bool] | None = None) -> tuple[str, CompiledQuery]:
         """Which query computes part ``subscript``: INITIALIZE first, then UPDATE, with RECOMPUTE
-        every ``refresh_every`` parts (it bounds the drift of floating-point running sums)."""
+        every ``refresh_every`` parts (it bounds the drift of floating-point running sums); the UPDATE
+        WHEN .. IS UNIQUE clause where ``unique`` says its guard holds at the part."""
         if not has_parts:
             return "initialize", self.initialize
         if self.refresh_every and self.recompute is not None and subscript % self.refresh_every == 0:
             return "recompute", self.recompute
+        if self.unique_update is not None and self.unique_guard is not None and unique is not None \
+                and unique(self.unique_guard, self.unique_columns):
+            return UNIQUE_UPDATE, self.unique_update
         return "update", self.update
 
 
@@ -73,6 +89,32 @@ def _compile_declaration(declared: Fragment | None, statement: CreateViewDF, loo
     return compile_references(declared, lookup, statement.update.variable, statement.name.text)
 
 
+def _compile_guard(statement: CreateViewDF, lookup: Lookup, catalog: Catalog
+                   ) -> tuple[CompiledQuery | None, CompiledQuery | None, tuple[str, ...]]:
+    """UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS ...: the clause, X[j], and the columns as X spells them.
+    X must be one stream part and the columns its own (only ingest knows which parts are unique)."""
+    clause = statement.unique_update
+    if clause is None or clause.guard is None:
+        return None, None, ()
+    guard = compile_references(clause.guard.part, lookup, clause.variable, statement.name.text)
+    fragment = clause.guard.part
+    if len(guard.bindings) != 1:
+        raise fragment.error("IS UNIQUE names one stream part, e.g. M[j]")
+    binding = guard.bindings[0]
+    source = catalog.get(binding.name)
+    if source is None or source.kind != "stream":
+        raise fragment.error(f"IS UNIQUE is known for stream parts only (ingest checks them); {binding.name} is "
+                             f"{'this view' if source is None else 'a ' + source.kind}", binding.start, binding.end)
+    spelled = {f.name.lower(): f.name for f in source.schema.fields}
+    columns = []
+    for name in clause.guard.columns:
+        if name.key not in spelled:
+            raise statement.fragment.error(f"IS UNIQUE names '{name.text}', which is not a column of {source.name} "
+                                           f"({', '.join(spelled.values())})", name.start, name.end)
+        columns.append(spelled[name.key])
+    return _compile_clause(clause, lookup, statement.name.text), guard, tuple(columns)
+
+
 def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
     """Recompile a stored view definition (on reopen, or after creation)."""
     statement = parse(definition.definition)[0]
@@ -84,7 +126,8 @@ def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
                         _compile_clause(statement.update, lookup, definition.name), recompute or None,
                         statement.refresh_every, ranged or None,
                         _compile_declaration(statement.unchanged_when, statement, lookup),
-                        _compile_declaration(statement.empty_when, statement, lookup))
+                        _compile_declaration(statement.empty_when, statement, lookup),
+                        *_compile_guard(statement, lookup, catalog))
 
 
 class ViewDefiner:
@@ -104,7 +147,8 @@ class ViewDefiner:
         update = _compile_clause(statement.update, lookup, name.text)
         recompute = _compile_clause(statement.recompute, lookup, name.text) if statement.recompute else None
         ranged = _compile_clause(statement.range, lookup, name.text) if statement.range else None
-        clauses = [q for q in (initialize, update, recompute, ranged) if q]
+        unique_update, guard, _ = _compile_guard(statement, lookup, self.catalog)
+        clauses = [q for q in (initialize, update, recompute, ranged, unique_update) if q]
         sources = self._sources(clauses, name.text)
         partitioned = [s for s in sources if s.partitioned]
         if not partitioned:
@@ -128,11 +172,17 @@ class ViewDefiner:
             self._check_references(recompute, draft, "RECOMPUTE")
         if ranged:
             self._check_references(ranged, draft, "RANGE")
+        if unique_update and guard:
+            self._check_references(unique_update, draft, "UPDATE")
+            self._check_references(guard, draft, "UNIQUE WHEN")
         for declared, clause in ((statement.unchanged_when, "UNCHANGED WHEN"), (statement.empty_when, "EMPTY WHEN")):
             compiled = _compile_declaration(declared, statement, lookup)
             if compiled is not None:
                 self._check_references(compiled, draft, clause)
         schema = self._infer_schema(initialize, update, recompute, draft)
+        if unique_update:
+            analyzed = self._analyze(unique_update, replace(draft, schema_json=schema.json()), "UPDATE")
+            schema = self._widen(schema, analyzed, unique_update, "UPDATE")
         draft = replace(draft, schema_json=schema.json())
         if statement.start_at_latest:
             draft = replace(draft, start=self._latest_start(draft, partitioned))

@@ -11,9 +11,11 @@ dominance). Each part's events are folded in order (fast path without a loop for
   (earliest start), then the greediest (earlier Kleene variables took more events);
 * an event no variable can take ends every run (the *killer* prefilter): only the other events
   are grouped, and for groups that have some, the last killer is looked up;
-* over a stream declared ``UNIQUE (..) PER PART`` on some of the group keys, a group has at most
-  one event per part, so the step neither groups the events nor folds them nor looks up killers:
-  it is the event joined with the group's runs, like a hand-written step.
+* where a group has at most one event per part, the step neither groups the events nor folds them
+  nor looks up killers: it is the event joined with the group's runs, like a hand-written step. Over
+  a stream declared ``UNIQUE (..) PER PART`` on some of the group keys it is the only UPDATE; over
+  others it is a second one, ``UPDATE .. WHEN S[j] IS UNIQUE (keys)``, which the maintainer runs for
+  the parts that ingest found to have no key twice (the general one for the rest).
 
 The final view selects, per group, the preferred run in the accepting state after the group's last
 event of the part (``matched``; the final state's own column when that is the same thing). Joins
@@ -225,8 +227,10 @@ class PatternTranslation:
             runs = f"IF({killed}, {self._empty(state)}, {runs})"
         return f"{runs} AS s{state}"
 
-    def helper_query(self, part: str, previous: str | None) -> str:
-        """Helper[part] from the stream's part and, for UPDATE, Helper[previous]."""
+    def helper_query(self, part: str, previous: str | None, single: bool | None = None) -> str:
+        """Helper[part] from the stream's part and, for UPDATE, Helper[previous]; ``single``: the part has
+        at most one event per group (the stream's declaration by default)."""
+        single = self.single_events if single is None else single
         fsm = self.fsm
         keys = ", ".join(quote_name(k) for k in fsm.query.keys)
         key_list, group = (keys + ", ", f" GROUP BY {keys}") if keys else ("", "")
@@ -237,7 +241,7 @@ class PatternTranslation:
         lines = [f"WITH events AS (SELECT {key_list}{self._event_struct()} AS e"
                  + (f", {killer} AS killer" if killer else "") + f"{stamp} FROM {quote_name(self.stream)}[{part}]"
                  f"{self._filter()})"]
-        if self.single_events:
+        if single:
             # one event per group: it is the group's whole part (n = 1), and a killer ends its runs
             if carry and killer:
                 lines.append(f", live AS (SELECT {key_list}IF(killer, 0, 1) AS n, e, killer{stamp and ', at'} FROM events)")
@@ -256,9 +260,9 @@ class PatternTranslation:
             lines.append(f", joined AS (SELECT {key_list}{', '.join(events)}{slots}{unmatched} FROM live)")
         elif carry:
             merged = ", ".join(f"coalesce(live.{quote_name(k)}, h.{quote_name(k)}) AS {quote_name(k)}" for k in fsm.query.keys)
-            cut = self.single_events and killer
+            cut = single and killer
             slots = "".join(f", {self._previous(k, 'coalesce(live.killer, false)' if cut else None)}" for k in stored)
-            carried = "coalesce(live.n, 0) AS n, live.e" if self.single_events else "coalesce(live.evs, array()) AS evs"
+            carried = "coalesce(live.n, 0) AS n, live.e" if single else "coalesce(live.evs, array()) AS evs"
             lines.append(f", joined AS (SELECT {merged + ', ' if merged else ''}{carried}"
                          f"{slots}, live.at, h.matched AS h_matched, h.matched_at AS h_matched_at "
                          f"FROM live FULL OUTER JOIN {quote_name(self.helper)}[{previous}] AS h "
@@ -268,7 +272,7 @@ class PatternTranslation:
             columns = self._keys("live") + [f"live.{c}" for c in events] + slot_columns
             lines.append(f", joined AS (SELECT {', '.join(columns)} FROM live "
                          f"LEFT JOIN {quote_name(self.helper)}[{previous}] AS h ON {self._same_key('live', 'h')})")
-        if killer and not self.single_events:
+        if killer and not single:
             # only groups with other events (or runs) in this part need their last killer: a semi-join
             # on the events themselves (broadcast when small) keeps the other killers off the shuffle
             holders = "joined AS y WHERE" if carry and previous is not None else "events AS y WHERE NOT y.killer AND"
@@ -287,7 +291,7 @@ class PatternTranslation:
         # LATERAL VIEW binds the runs once: a filter on them is not pushed below it (which would
         # copy the whole step into the filter once per state)
         passed = ", at, h_matched, h_matched_at" if carry else ""
-        if self.single_events:
+        if single:
             one = self.step(lambda k: before[k], "e")
             folded = f"CASE WHEN n = 0 THEN {slots} ELSE {one} END" if carry else one   # n = 0: runs carried
             lines.append(f", folded AS (SELECT {key_list}n, st{passed} FROM prior LATERAL VIEW explode(array(\n"
@@ -403,6 +407,16 @@ class PatternTranslation:
         lines.append(f"SELECT {key_list}{', '.join(outputs)}, p AS __vdf_part FROM steps\nWHERE {' OR '.join(conditions)}")
         return "\n".join(lines)
 
+    def _unique_update(self) -> str:
+        """Over a stream not declared UNIQUE on the group keys: the single-event UPDATE for the parts that
+        ingest finds have at most one event per group."""
+        keys = self.fsm.query.keys
+        if self.single_events or not keys:
+            return ""
+        helper = quote_name(self.helper)
+        return (f"UPDATE {helper}[j] WHEN {quote_name(self.stream)}[j] IS UNIQUE ({', '.join(map(quote_name, keys))}) AS\n"
+                f"{_indent(self.helper_query('j', 'j-1', single=True))}\n")
+
     def final_query(self, part: str) -> str:
         match = self.match_column
         outputs = [f"{render(t, run=match)} AS {quote_name(name)}" for name, t in self.fsm.outputs]
@@ -418,7 +432,7 @@ class PatternTranslation:
     def helper_text(self) -> str:
         helper = quote_name(self.helper)
         return (f"CREATE VIEW {helper} AS\nINITIALIZE {helper}[i] AS\n{_indent(self.helper_query('i', None))}\n"
-                f"UPDATE {helper}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n"
+                f"UPDATE {helper}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n{self._unique_update()}"
                 f"RANGE {helper}[j] AS\n{_indent(self.helper_range_query())}\n"
                 f"{self._declared('UNCHANGED')}PARTITION LENGTH {self.partition_length}")
 
