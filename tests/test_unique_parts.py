@@ -3,6 +3,9 @@ the columns a view asks about, and the maintainer runs that clause exactly for t
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
@@ -42,7 +45,7 @@ def test_the_unique_update_runs_exactly_where_ingest_found_no_repeated_key(make_
     assert hows == {0: "initialize", 1: "update when unique", 2: "update", 3: "update", 4: "update when unique",
                     5: "update when unique"}
     facts = {s - FIRST: meta.unique for s, meta in warehouse.catalog.state("M").parts.items()}
-    assert facts == {0: (), 1: (("k",),), 2: (), 3: (), 4: (), 5: (("k",),)}     # one row needs no check
+    assert facts == {0: (), 1: (("k",),), 2: (), 3: (), 4: (("k",),), 5: (("k",),)}   # 0, 2, 3: a key twice (NULL too)
     reopened = make_warehouse()
     assert reopened.catalog.state("M").parts[FIRST + 5].unique == (("k",),)
 
@@ -118,3 +121,26 @@ def test_a_bad_guard_is_refused_at_its_position(make_warehouse, clause, message,
     assert message in str(raised.value)
     assert raised.value.position == text.index(at)
     assert warehouse.catalog.get("Counts") is None
+
+
+def test_the_language_guide_example_keeps_the_latest_value_per_key(make_warehouse):
+    """docs/language.md's Latest view, run as written, against pandas: every part holds each key's value
+    at its newest row so far; parts without a repeated key took the guarded UPDATE."""
+    guide = (Path(__file__).parent.parent / "docs" / "language.md").read_text()
+    example = re.search(r"```sql\n(CREATE VIEW Latest AS.*?)```", guide, re.S).group(1)
+    warehouse = make_warehouse()
+    warehouse.execute("CREATE STREAM S (ts TIMESTAMP, k STRING, v INT) TIMESTAMP ts PARTITION LENGTH 60;" + example)
+    batches = [[("a", 1), ("b", 2)], [("a", 3), ("a", 4)], [("c", 5)], [("b", 6), ("c", 7), ("b", 8)], [("a", 9)]]
+    frames = [pd.DataFrame({"ts": [T0 + pd.Timedelta(minutes=m, seconds=s) for s in range(len(b))],
+                            "k": [k for k, _ in b], "v": [v for _, v in b]}) for m, b in enumerate(batches)]
+    for frame in frames:
+        warehouse.ingest("S", frame)
+    stored = warehouse.execute("SELECT PART_TIMESTAMP AS at, k, v FROM Latest")
+    for minute in range(len(frames)):
+        history = pd.concat(frames[:minute + 1]).sort_values("ts")
+        want = sorted(history.groupby("k")["v"].last().items())
+        got = sorted(stored[stored["at"] == T0 + pd.Timedelta(minutes=minute)][["k", "v"]]
+                     .itertuples(index=False, name=None))
+        assert got == want, minute
+    hows = [warehouse.catalog.state("Latest").parts[FIRST + m].how for m in range(len(frames))]
+    assert hows == ["initialize", "update", "update when unique", "update", "update when unique"]

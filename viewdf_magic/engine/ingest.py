@@ -75,9 +75,9 @@ class Ingester:
         One Spark job writes the batch (one folder, sorted by part) and observes its row count, its rows
         without a timestamp and its first and last part; the checks run on what was written, and a
         refused batch's folder is deleted before anything names it. Only a batch spanning several parts
-        counts them in a second job (reading the written part numbers), a UNIQUE stream's check reads
-        the written keys, and the uniqueness facts views ask for (``UPDATE .. WHEN X[j] IS UNIQUE``) are
-        found in one job over the written keys' hashes."""
+        counts them in a second job (reading the written part numbers); a UNIQUE stream's declaration
+        and the uniqueness facts views ask for (``UPDATE .. WHEN X[j] IS UNIQUE``) are checked in one job
+        over the written keys' hashes."""
         report = IngestReport(definition.name)
         if not frame.columns:
             return report
@@ -94,8 +94,7 @@ class Ingester:
                 parts = {batch.first: batch.rows} if batch.first == batch.last else self.store.part_counts(folder)
                 self._validate(definition, parts, error)
                 written = [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts]
-                self._check_unique(definition, written, error)
-                facts = self._unique_facts(definition, written, parts, self.key_sets(definition))
+                facts = self._check_keys(definition, written, parts, error)
             except SPARK_ERRORS as exc:
                 raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                     from None
@@ -173,10 +172,38 @@ class Ingester:
                         f"({format_part(low, length)} to {format_part(high, length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
+    def _check_keys(self, definition: ObjectDef, written: list[Wanted], counts: dict[int, int],
+                    error: ErrorAt) -> dict[int, tuple[tuple[str, ...], ...]]:
+        """Check the stream's UNIQUE (..) PER PART and find, for each written part, the column sets views
+        ask of it that no two of its rows share (the part's facts)."""
+        declared = (tuple(c.lower() for c in definition.unique),) if definition.unique else ()
+        asked = [*declared, *self.key_sets(definition)]
+        repeats = self._repeats(definition, written, counts, asked)
+        if declared and any(k == 0 for _, k in repeats):
+            self._check_unique(definition, written, error)      # the values, unless two hashes collided
+        return {w.target: tuple(keys for k, keys in enumerate(asked) if k >= len(declared) and (w.target, k) not in repeats)
+                for w in written}
+
+    def _repeats(self, definition: ObjectDef, written: list[Wanted], counts: dict[int, int],
+                 key_sets: list[tuple[str, ...]]) -> set[tuple[int, int]]:
+        """(part, index into ``key_sets``) for every written part (``counts``: its rows in the batch) where
+        two rows (stored ones included) have the same 64-bit hash of the set's columns, from one Spark
+        job: a collision can only report a repeat that is not there, never miss one. Parts of one new
+        row need no job."""
+        stored = self.catalog.state(definition.name).parts
+        if not key_sets or all(counts[w.target] <= 1 and w.target not in stored for w in written):
+            return set()
+        spelled = {f.name.lower(): f.name for f in definition.schema.fields}
+        hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
+        rows, subscript = self._part_rows(definition, written), _subscript(definition).alias("s")
+        keyed = rows.select(subscript, F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
+            rows.select(subscript, F.posexplode(F.array(*hashes)).alias("k", "h"))
+        repeated = keyed.groupBy("s", "k", "h").count().where("count > 1").select("s", "k").distinct().collect()
+        return {(int(row["s"]), int(row["k"])) for row in repeated}
+
     def _check_unique(self, definition: ObjectDef, written: list[Wanted], error: ErrorAt) -> None:
-        """UNIQUE (..) PER PART: no two rows of one part, in the batch or already stored, share the columns."""
-        if not definition.unique:
-            return
+        """UNIQUE (..) PER PART, exactly: no two rows of one part, in the batch or already stored, share the
+        columns; the error names the part and the values."""
         keys = [F.col(quote_name(c)) for c in definition.unique]
         twice = self._part_rows(definition, written).groupBy(_subscript(definition).alias("s"), *keys).count() \
             .where("count > 1").limit(1).collect()
@@ -187,24 +214,6 @@ class Ingester:
             raise error(f"{row['count']} rows of part {format_part(row['s'], definition.length)} have "
                         f"({columns}) = ({values}), but {definition.name} is {definition.unique_clause}; "
                         f"nothing was written")
-
-    def _unique_facts(self, definition: ObjectDef, written: list[Wanted], counts: dict[int, int],
-                      key_sets: list[tuple[str, ...]]) -> dict[int, tuple[tuple[str, ...], ...]]:
-        """For each written part (``counts``: its rows in the batch), the column sets of ``key_sets`` that no
-        two of its rows (stored ones included) share, from one Spark job over the sets' 64-bit hashes: a
-        collision can only cost a fact, never make one up. A part of one row needs no job."""
-        stored = self.catalog.state(definition.name).parts
-        if not key_sets or all(counts[w.target] <= 1 and w.target not in stored for w in written):
-            return {}
-        spelled = {f.name.lower(): f.name for f in definition.schema.fields}
-        hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
-        rows, subscript = self._part_rows(definition, written), _subscript(definition).alias("s")
-        keyed = rows.select(subscript, F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
-            rows.select(subscript, F.posexplode(F.array(*hashes)).alias("k", "h"))
-        repeated = keyed.groupBy("s", "k", "h").count().where("count > 1").select("s", "k").distinct().collect()
-        broken = {(int(row["s"]), int(row["k"])) for row in repeated}
-        return {w.target: tuple(keys for k, keys in enumerate(key_sets) if (w.target, k) not in broken)
-                for w in written}
 
     def _part_rows(self, definition: ObjectDef, written: list[Wanted]) -> DataFrame:
         """The rows of the parts a batch wrote: the batch's, and those stored before (late rows)."""
