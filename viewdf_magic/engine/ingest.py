@@ -20,7 +20,7 @@ from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
 from ..storage.parts import PartStore
-from ..storage.slices import Slice, Wanted
+from ..storage.slices import PART_COLUMN, Slice, Wanted
 from ..timeparts import format_part, subscript_sql
 from ..wording import agreeing, plural
 from .conform import ErrorAt
@@ -94,7 +94,7 @@ class Ingester:
                 parts = {batch.first: batch.rows} if batch.first == batch.last else self.store.part_counts(folder)
                 self._validate(definition, parts, error)
                 written = [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts]
-                facts = self._check_keys(definition, written, parts, error)
+                facts = self._check_keys(definition, folder, written, parts, error)
             except SPARK_ERRORS as exc:
                 raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                     from None
@@ -172,32 +172,37 @@ class Ingester:
                         f"({format_part(low, length)} to {format_part(high, length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
-    def _check_keys(self, definition: ObjectDef, written: list[Wanted], counts: dict[int, int],
+    def _check_keys(self, definition: ObjectDef, folder: str, written: list[Wanted], counts: dict[int, int],
                     error: ErrorAt) -> dict[int, tuple[tuple[str, ...], ...]]:
         """Check the stream's UNIQUE (..) PER PART and find, for each written part, the column sets views
         ask of it that no two of its rows share (the part's facts)."""
         declared = (tuple(c.lower() for c in definition.unique),) if definition.unique else ()
         asked = [*declared, *self.key_sets(definition)]
-        repeats = self._repeats(definition, written, counts, asked)
+        repeats = self._repeats(definition, folder, counts, asked)
         if declared and any(k == 0 for _, k in repeats):
             self._check_unique(definition, written, error)      # the values, unless two hashes collided
         return {w.target: tuple(keys for k, keys in enumerate(asked) if k >= len(declared) and (w.target, k) not in repeats)
                 for w in written}
 
-    def _repeats(self, definition: ObjectDef, written: list[Wanted], counts: dict[int, int],
+    def _repeats(self, definition: ObjectDef, folder: str, counts: dict[int, int],
                  key_sets: list[tuple[str, ...]]) -> set[tuple[int, int]]:
-        """(part, index into ``key_sets``) for every written part (``counts``: its rows in the batch) where
-        two rows (stored ones included) have the same 64-bit hash of the set's columns, from one Spark
-        job: a collision can only report a repeat that is not there, never miss one. Parts of one new
-        row need no job."""
+        """(part, index into ``key_sets``) for every part the batch in ``folder`` wrote (``counts``: its
+        rows there) where two rows (stored ones included) have the same 64-bit hash of the set's columns,
+        from one Spark job: a collision can only report a repeat that is not there, never miss one.
+        Parts of one new row need no job."""
         stored = self.catalog.state(definition.name).parts
-        if not key_sets or all(counts[w.target] <= 1 and w.target not in stored for w in written):
+        if not key_sets or all(n <= 1 and s not in stored for s, n in counts.items()):
             return set()
         spelled = {f.name.lower(): f.name for f in definition.schema.fields}
+        columns = sorted({spelled[c] for keys in key_sets for c in keys})
         hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
-        rows, subscript = self._part_rows(definition, written), _subscript(definition).alias("s")
-        keyed = rows.select(subscript, F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
-            rows.select(subscript, F.posexplode(F.array(*hashes)).alias("k", "h"))
+        rows = self.store.batch_columns(definition, folder, columns).withColumnRenamed(PART_COLUMN, "s")
+        late = [s for s in counts if s in stored]
+        if late:
+            old = self.store.read_parts(definition, self.catalog.state(definition.name), late)
+            rows = rows.unionByName(old.select(*[quote_name(c) for c in columns], _subscript(definition).alias("s")))
+        keyed = rows.select("s", F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
+            rows.select("s", F.posexplode(F.array(*hashes)).alias("k", "h"))
         repeated = keyed.groupBy("s", "k", "h").count().where("count > 1").select("s", "k").distinct().collect()
         return {(int(row["s"]), int(row["k"])) for row in repeated}
 

@@ -281,6 +281,12 @@ class PartStore:
         got = observed.get
         return Batch(int(got["rows"]), int(got["nulls"]), got["first"], got["last"])
 
+    def batch_columns(self, definition: ObjectDef, folder: str, columns: list[str]) -> DataFrame:
+        """Some columns of a written stream batch with each row's part number (PART_COLUMN), read directly."""
+        fields = {f.name: f for f in stored_schema(definition).fields}
+        schema = StructType([fields[c] for c in columns] + [StructField(PART_COLUMN, LongType(), True)])
+        return self.spark.read.schema(schema).parquet(self.fs.uri(folder))
+
     def part_counts(self, folder: str) -> dict[int, int]:
         """Rows per part of a written stream batch (one Spark job reading only the part numbers)."""
         counted = self.spark.read.schema(StructType([StructField(PART_COLUMN, LongType(), True)])) \
