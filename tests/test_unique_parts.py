@@ -144,3 +144,26 @@ def test_the_language_guide_example_keeps_the_latest_value_per_key(make_warehous
         assert got == want, minute
     hows = [warehouse.catalog.state("Latest").parts[FIRST + m].how for m in range(len(frames))]
     assert hows == ["initialize", "update", "update when unique", "update", "update when unique"]
+
+
+def test_two_views_asking_different_columns_get_a_fact_each(make_warehouse):
+    """Two guards over one stream (columns named like the check's own: s, k, h): one job finds, per part,
+    which of the two column sets repeats, and each view takes the UPDATE its own set allows."""
+    warehouse = make_warehouse()
+    warehouse.execute("CREATE STREAM N (ts TIMESTAMP, s STRING, h INT) TIMESTAMP ts PARTITION LENGTH 60")
+    for name, columns in (("ByS", "s"), ("BySH", "s, h")):
+        warehouse.execute(f"""CREATE VIEW {name} AS
+            INITIALIZE {name}[i] AS SELECT 'initialize' AS plan FROM N[i]
+            UPDATE {name}[j] AS SELECT 'general' AS plan FROM N[j]
+            UPDATE {name}[j] WHEN N[j] IS UNIQUE ({columns}) AS SELECT 'unique' AS plan FROM N[j]""")
+    assert warehouse.maintainer.unique_key_sets(warehouse.catalog.get("N")) == [("s",), ("h", "s")]
+    batches = [[("a", 1)], [("a", 1), ("b", 1)], [("a", 1), ("a", 2)], [("a", 1), ("a", 1)]]
+    for minute, batch in enumerate(batches):
+        warehouse.ingest("N", pd.DataFrame({"ts": [T0 + pd.Timedelta(minutes=minute, seconds=s) for s in range(len(batch))],
+                                            "s": [s for s, _ in batch], "h": [h for _, h in batch]}))
+    facts = [warehouse.catalog.state("N").parts[FIRST + m].unique for m in range(1, 4)]
+    assert facts == [(("s",), ("h", "s")), (("h", "s"),), ()]
+    for name, want in (("ByS", ["unique", "general", "general"]), ("BySH", ["unique", "unique", "general"])):
+        stored = warehouse.execute(f"SELECT DISTINCT PART_TIMESTAMP AS at, plan FROM {name}")
+        assert [set(stored[stored["at"] == T0 + pd.Timedelta(minutes=m)]["plan"]) for m in range(1, 4)] == \
+            [{p} for p in want], name

@@ -196,15 +196,17 @@ class Ingester:
         spelled = {f.name.lower(): f.name for f in definition.schema.fields}
         columns = sorted({spelled[c] for keys in key_sets for c in keys})
         hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
-        rows = self.store.batch_columns(definition, folder, columns).withColumnRenamed(PART_COLUMN, "s")
+        rows = self.store.batch_columns(definition, folder, columns)
         late = [s for s in counts if s in stored]
         if late:
             old = self.store.read_parts(definition, self.catalog.state(definition.name), late)
-            rows = rows.unionByName(old.select(*[quote_name(c) for c in columns], _subscript(definition).alias("s")))
-        keyed = rows.select("s", F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
-            rows.select("s", F.posexplode(F.array(*hashes)).alias("k", "h"))
-        repeated = keyed.groupBy("s", "k", "h").count().where("count > 1").select("s", "k").distinct().collect()
-        return {(int(row["s"]), int(row["k"])) for row in repeated}
+            rows = rows.unionByName(old.select(*[quote_name(c) for c in columns],
+                                               _subscript(definition).alias(PART_COLUMN)))
+        keyed = rows.select(PART_COLUMN, F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
+            rows.select(PART_COLUMN, F.posexplode(F.array(*hashes)).alias("k", "h"))
+        repeated = keyed.groupBy(PART_COLUMN, "k", "h").count().where("count > 1").select(PART_COLUMN, "k") \
+            .distinct().collect()
+        return {(int(row[PART_COLUMN]), int(row["k"])) for row in repeated}
 
     def _check_unique(self, definition: ObjectDef, written: list[Wanted], error: ErrorAt) -> None:
         """UNIQUE (..) PER PART, exactly: no two rows of one part, in the batch or already stored, share the

@@ -36,9 +36,13 @@ class PatternViewPlan:
     @property
     def description(self) -> str:
         labels = ", ".join(v.label for v in self.fsm.variables)
-        single = (f"; one event per group per part ({self.source.name} is {self.source.unique_clause}), "
-                  f"so the helper's step groups nothing"
-                  if self.translation.single_events else "")
+        if self.translation.single_events:
+            single = (f"; one event per group per part ({self.source.name} is {self.source.unique_clause}), "
+                      f"so the helper's step groups nothing")
+        elif self.fsm.query.keys:
+            single = "; in parts where ingest finds no group twice, the helper's step groups nothing"
+        else:
+            single = ""
         return (f"PARTITION LENGTH {self.source.partition_length}, pattern [{labels}] with helper "
                 f"{self.translation.helper}{single}; EXPLAIN VIEW shows its FSM")
 
