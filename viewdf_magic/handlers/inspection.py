@@ -82,8 +82,8 @@ def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
     sections: list[tuple[str, str]] = []
     for view in explained:
         line, plans = _explain_steps(engine, view)
-        summary += [line, engine.maintainer.jobless_summary(view), engine.maintainer.fuser.describe(view),
-                    _unique_summary(engine, view)]
+        summary += [line, engine.maintainer.jobless_summary(view), engine.maintainer.fuser.describe(view)]
+        summary += [text for text in [_unique_summary(engine, view)] if text]
         sections += [(f"ViewDF of {view.name}", catalog_tables.describe_text(view)), *plans]
     summary += [engine.maintainer.range_summary(view) for view in
                 [*explained, *(d for d in engine.catalog.views() if d.owner and d.owner.lower() == definition.key

@@ -114,11 +114,14 @@ class Timeline:
 
     def uniqueness(self, view: ObjectDef, subscript: int) -> Callable[[CompiledQuery, tuple[str, ...]], bool]:
         """For ``view``'s part ``subscript``: whether no two rows of the stream parts a guard names
-        (``X[j] IS UNIQUE (..)``) share the columns, as ingest recorded or the stream declares."""
+        (``X[j] IS UNIQUE (..)``) share the columns, as ingest recorded or the stream declares (a part not
+        written or sealed yet is not known to be)."""
         def unique(guard: CompiledQuery, columns: tuple[str, ...]) -> bool:
             for ref in self.resolve(guard, view, subscript):
-                parts = self.catalog.state(ref.definition.name).parts
-                if ref.first is None or not all(ref.definition.unique_in(parts.get(s), columns) for s in ref.subscripts):
+                state = self.catalog.state(ref.definition.name)
+                if ref.first is None or ref.last is None or state.newest is None or ref.last > state.newest:
+                    return False
+                if not all(ref.definition.unique_in(state.parts.get(s), columns) for s in ref.subscripts):
                     return False
             return True
         return unique
