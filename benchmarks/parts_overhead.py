@@ -58,12 +58,13 @@ STEADY_HISTORY, STEADY_MEASURED, STEADY_ROWS = 8, 5, 1_000
 MODES = {"range": (True, True), "per-part": (False, True), "plain": (False, False)}   # (range steps, shortcuts)
 
 
-def new_warehouse(spark: SparkSession, prefix: str, mode: str) -> Warehouse:
-    """An empty warehouse whose maintainer runs as ``mode`` says."""
+def new_warehouse(spark: SparkSession, prefix: str, mode: str, together: bool) -> Warehouse:
+    """An empty warehouse whose maintainer runs as ``mode`` says, with concurrent steps if ``together``."""
     warehouse = Warehouse(tempfile.mkdtemp(prefix=f"viewdf-{prefix}-"), spark=spark, progress=False)
     maintainer = warehouse.maintainer
     maintainer.range_steps, shortcuts = MODES[mode]
     maintainer.jobless_empty_parts = maintainer.fused_parts = shortcuts
+    maintainer.concurrent_steps = together
     return warehouse
 
 
@@ -90,10 +91,10 @@ def view_parts(warehouse: Warehouse) -> dict[str, int]:
     return {"view_parts": len(parts), "empty_view_parts": sum(1 for meta in parts if meta.rows == 0)}
 
 
-def stocks(spark: SparkSession, mode: str, years: int, counter: JobCounter) -> dict:
+def stocks(spark: SparkSession, mode: str, together: bool, years: int, counter: JobCounter) -> dict:
     from vega_datasets import local_data
     quotes = local_data.stocks().rename(columns={"date": "ts"})
-    warehouse = new_warehouse(spark, "stocks", mode)
+    warehouse = new_warehouse(spark, "stocks", mode, together)
     warehouse.execute(STOCKS)
     started = time.perf_counter()
     with counter.counting(f"stocks-{mode}-{started}"):
@@ -127,9 +128,9 @@ def hand_written_window(spark: SparkSession, rows: DataFrame, folder: str) -> in
     return spark.read.parquet(folder).count()
 
 
-def flights_workload(spark: SparkSession, mode: str, days: int, counter: JobCounter) -> dict:
+def flights_workload(spark: SparkSession, mode: str, together: bool, days: int, counter: JobCounter) -> dict:
     rows = flight_rows(days)
-    warehouse = new_warehouse(spark, "flights", mode)
+    warehouse = new_warehouse(spark, "flights", mode, together)
     warehouse.execute(FLIGHTS)
     result: dict[str, float] = {"flights": len(rows)}
     group = f"flights-{mode}-{time.perf_counter()}"
@@ -154,8 +155,8 @@ def flights_workload(spark: SparkSession, mode: str, days: int, counter: JobCoun
     return result
 
 
-def steady(spark: SparkSession, mode: str, counter: JobCounter) -> dict:
-    warehouse = new_warehouse(spark, "steady", mode)
+def steady(spark: SparkSession, mode: str, together: bool, counter: JobCounter) -> dict:
+    warehouse = new_warehouse(spark, "steady", mode, together)
     warehouse.execute(STEADY_STREAM)
     for view in STEADY_VIEWS:
         warehouse.execute(view)
@@ -174,19 +175,21 @@ def steady(spark: SparkSession, mode: str, counter: JobCounter) -> dict:
 def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict]]:
     spark = bench_session(**{"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"})
     counter = JobCounter(spark)
-    workloads: dict[str, Callable[[str], dict]] = {
-        "stocks": lambda mode: stocks(spark, mode, args.stock_years, counter),
-        "flights": lambda mode: flights_workload(spark, mode, args.flight_days, counter),
-        "steady": lambda mode: steady(spark, mode, counter)}
-    flights_workload(spark, "range", 1, counter)        # warm-up: JIT, caches; not reported
+    workloads: dict[str, Callable[[str, bool], dict]] = {
+        "stocks": lambda mode, together: stocks(spark, mode, together, args.stock_years, counter),
+        "flights": lambda mode, together: flights_workload(spark, mode, together, args.flight_days, counter),
+        "steady": lambda mode, together: steady(spark, mode, together, counter)}
+    flights_workload(spark, "range", True, 1, counter)        # warm-up: JIT, caches; not reported
     results: dict[tuple[str, str], list[dict]] = {}
-    variants = [(mode, adaptive) for mode in args.modes for adaptive in args.adaptive]
+    variants = [(mode, adaptive, together) for mode in args.modes for adaptive in args.adaptive
+                for together in args.concurrent]
     for name in args.workloads:
         for repeat in range(args.repeats):
-            for mode, adaptive in (variants if repeat % 2 == 0 else variants[::-1]):    # alternating order
+            for mode, adaptive, together in (variants if repeat % 2 == 0 else variants[::-1]):   # alternating order
                 spark.conf.set("spark.sql.adaptive.enabled", "true" if adaptive == "on" else "false")
-                measured = workloads[name](mode)
-                label = mode if args.adaptive == ["on"] else f"{mode}, AQE {adaptive}"
+                measured = workloads[name](mode, together == "on")
+                label = mode + ("" if args.adaptive == ["on"] else f", AQE {adaptive}") \
+                    + ("" if args.concurrent == ["on"] else f", concurrent {together}")
                 results.setdefault((name, label), []).append(measured)
                 print(f"{name} mode={label} repeat={repeat}: "
                       + ", ".join(f"{k}={v:.2f}" if isinstance(v, float) else f"{k}={v}" for k, v in measured.items()),
@@ -234,6 +237,9 @@ def main() -> None:
                         help="range steps and shortcuts on (range), shortcuts only (per-part), neither (plain)")
     parser.add_argument("--adaptive", nargs="+", default=["on"], choices=["on", "off"],
                         help="Spark's adaptive query execution on (Spark's default), off, or both in one run")
+    parser.add_argument("--concurrent", nargs="+", default=["on"], choices=["on", "off"],
+                        help="independent views' one-part steps run their Spark jobs together (the default), "
+                             "or not, or both in one run")
     parser.add_argument("--repeats", type=int, default=2, help="runs per workload and mode (alternating order)")
     args = parser.parse_args()
     print(report(run(args)))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import uuid
 from contextlib import contextmanager
-from typing import Callable, Iterator
+from typing import Callable, Iterator, TypeVar
 
 from py4j.protocol import Py4JNetworkError
 from pyspark.sql import SparkSession
@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 from ..session import is_connect_session
 
 CANCEL_ATTEMPTS = 3
+T = TypeVar("T")
 
 
 @contextmanager
@@ -81,3 +82,28 @@ def _interrupted(error: BaseException) -> bool:
             return True
         seen = seen.__context__
     return False
+
+
+def carrying_job_tags(spark: SparkSession, action: Callable[[], T]) -> Callable[[], T]:
+    """``action``, to run on another thread with this thread's Spark job tags (and, on a classic
+    session, its other local properties, such as the scheduler pool), so that interrupting this
+    thread's statement cancels the jobs it starts too."""
+    if is_connect_session(spark):
+        tags = spark.getTags()
+
+        def tagged() -> T:
+            for tag in tags:
+                spark.addTag(tag)
+            try:
+                return action()
+            finally:
+                for tag in tags:
+                    spark.removeTag(tag)
+        return tagged
+    context = spark.sparkContext
+    properties = context._jsc.sc().getLocalProperties().clone()
+
+    def inheriting() -> T:
+        context._jsc.sc().setLocalProperties(properties)
+        return action()
+    return inheriting

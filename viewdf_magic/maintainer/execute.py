@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from collections import OrderedDict
 from contextlib import contextmanager, redirect_stdout
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
@@ -22,6 +23,24 @@ from ..storage.spark_errors import SPARK_ERRORS, spark_error
 from .timeline import ResolvedRef, check_retained, existing
 
 PREFIX_CACHE_SIZE = 256
+
+
+@dataclass(frozen=True)
+class BoundQuery:
+    """An analysed query's DataFrame, and how to report the Spark errors its actions raise."""
+
+    frame: DataFrame
+    query: CompiledQuery
+    context: str
+    shift: int                  # where the query's text starts inside the SQL Spark ran
+
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Spark errors raised in the block, as ViewDFErrors positioned in the user's query."""
+        try:
+            yield
+        except SPARK_ERRORS as exc:
+            raise spark_error(exc, self.query.rewritten, self.query.bindings, self.context, self.shift) from None
 
 
 class QueryRunner:
@@ -59,15 +78,14 @@ class QueryRunner:
             return state is None or not state.table_folders
         return state is None or not self.store.with_rows(state, existing(ref.subscripts, state.parts))
 
-    @contextmanager
-    def bound(self, query: CompiledQuery, refs: list[ResolvedRef], frames: dict[str, DataFrame] | None = None,
-              context: str = "", schema: StructType | None = None, clause: str = "") -> Iterator[DataFrame]:
-        """Yield ``query``'s DataFrame; ``frames`` overrides the data of some placeholders.
+    def bind(self, query: CompiledQuery, refs: list[ResolvedRef], frames: dict[str, DataFrame] | None = None,
+             context: str = "", schema: StructType | None = None, clause: str = "") -> BoundQuery:
+        """``query``'s DataFrame, analysed now; ``frames`` overrides the data of some placeholders.
 
         With ``schema``, the output is matched to it by position and cast (PART_TIMESTAMP
         dropped). That happens in SQL around the query, so Spark's positions for errors
-        raised while the block runs the query still point into the user's text.
-        """
+        raised later, while an action runs the query (``BoundQuery.running``), still point into
+        the user's text. The placeholders' temp views exist only while the query is analysed."""
         if frames is None:
             check_retained(self.catalog, query, refs)
         named = {}
@@ -85,10 +103,15 @@ class QueryRunner:
                     result = sql(f"{prefix}{query.sql}\n) AS __vdf_output({columns})")
             except SPARK_ERRORS as exc:
                 raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
-            try:
-                yield result
-            except SPARK_ERRORS as exc:
-                raise spark_error(exc, query.rewritten, query.bindings, context, shift) from None
+        return BoundQuery(result, query, context, shift)
+
+    @contextmanager
+    def bound(self, query: CompiledQuery, refs: list[ResolvedRef], frames: dict[str, DataFrame] | None = None,
+              context: str = "", schema: StructType | None = None, clause: str = "") -> Iterator[DataFrame]:
+        """Yield ``bind``'s DataFrame; Spark errors raised in the block are positioned in the query."""
+        bound = self.bind(query, refs, frames, context, schema, clause)
+        with bound.running():
+            yield bound.frame
 
     def _conformed(self, sql: Callable[[str], DataFrame], query: CompiledQuery, named: dict[str, DataFrame],
                    schema: StructType, clause: str) -> tuple[str, str]:

@@ -47,10 +47,12 @@ def embed(fusions: list[Fusion], runner: QueryRunner, frame: DataFrame) -> tuple
 class Fuser:
     """Decides which views' parts are written with their source's."""
 
-    def __init__(self, catalog: Catalog, timeline: Timeline, compiled: Callable[[ObjectDef], CompiledView]) -> None:
+    def __init__(self, catalog: Catalog, timeline: Timeline, compiled: Callable[[ObjectDef], CompiledView],
+                 clause: Callable[[ObjectDef, int, bool], tuple[str, CompiledQuery]]) -> None:
         self.catalog = catalog
         self.timeline = timeline
         self.compiled = compiled
+        self.clause = clause          # which clause computes a view's part (Maintainer.clause)
 
     def analyse(self, view: ObjectDef, query: CompiledQuery) -> tuple[str, Projection]:
         """The placeholder of the one part ``query`` projects, and the projection (or why not)."""
@@ -90,10 +92,8 @@ class Fuser:
             if view.key in blocked or view.partition_length != source.partition_length \
                     or self.timeline.next_part(view) != first:
                 continue
-            compiled = self.compiled(view)
             has_parts = bool(self.catalog.state(view.name).parts)
-            hows = {s: compiled.clause(s, has_parts or s != first, self.timeline.uniqueness(view, s))
-                    for s in range(first, last + 1)}
+            hows = {s: self.clause(view, s, has_parts or s != first) for s in range(first, last + 1)}
             fusion = self._fusion(source, view, hows)
             if fusion is not None:
                 found.append(fusion)

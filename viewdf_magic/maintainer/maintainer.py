@@ -7,7 +7,7 @@ import functools
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, NamedTuple, Sequence
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -23,6 +23,7 @@ from ..storage.parts import EMPTY_CHECKSUM, Counted, PartStore
 from ..storage.slices import Slice
 from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import format_part, part_start
+from . import together
 from .execute import QueryRunner, explain_text
 from .fusion import Fuser, Fusion, embed
 from .ranges import RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
@@ -54,6 +55,15 @@ class MaintenanceFailure:
         return f"maintaining {self.view} failed: {self.error.message}"
 
 
+class Written(NamedTuple):
+    """What a step's Spark job stored: its folder ("" when nothing), what it holds of the part (key None)
+    and of each fused view, and the fusions written with it."""
+
+    folder: str
+    counted: dict[str | None, Counted]
+    fusions: tuple[Fusion, ...]
+
+
 @dataclass(frozen=True)
 class PendingStep:
     """A view's next part and the concrete parts its query needs."""
@@ -64,6 +74,26 @@ class PendingStep:
     query: CompiledQuery
     refs: list[ResolvedRef]
     ready: bool
+
+
+@dataclass(frozen=True)
+class PreparedStep:
+    """A step analysed on the maintainer's thread; ``run`` does its Spark work (none when ``job`` is None:
+    ``result`` is then known), which may happen on another thread."""
+
+    step: PendingStep
+    started: float
+    lineage: tuple
+    plan: str | None
+    result: Written | None
+    folders: tuple[str, ...] | None = None      # the part's slices when it holds another part's rows
+    job: Callable[[], Written] | None = None
+
+    def run(self) -> Written:
+        if self.job is None:
+            assert self.result is not None
+            return self.result
+        return self.job()
 
 
 def empty_rule(query: CompiledQuery) -> EmptyWhen:
@@ -89,10 +119,11 @@ class Maintainer:
         self.jobless_empty_parts = True     # record parts known to be empty without a Spark job
         self.range_steps = True             # compute runs of ready parts in one job where the view allows
         self.fused_parts = True             # write a view's projection parts in its source's job
+        self.concurrent_steps = True        # run independent views' one-part steps' Spark jobs together
         self.ranges = RangeRunner(catalog, store, self.runner)
         self._range_plans: dict[str, tuple[CompiledView, RangePlan]] = {}
         self._range_failed: dict[str, str] = {}   # views whose range step Spark could not run (this session): why
-        self.fuser = Fuser(catalog, self.timeline, self.compiled)
+        self.fuser = Fuser(catalog, self.timeline, self.compiled, self.clause)
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
         cached = self._compiled.get(definition.key)
@@ -100,6 +131,11 @@ class Maintainer:
             cached = compile_existing(definition, self.catalog)
             self._compiled[definition.key] = cached
         return cached
+
+    def clause(self, definition: ObjectDef, subscript: int, has_parts: bool) -> tuple[str, CompiledQuery]:
+        """The clause that computes ``definition``'s part ``subscript`` (``has_parts``: some part comes before
+        it), the guarded UPDATE where the stream parts its guard names are unique."""
+        return self.compiled(definition).clause(subscript, has_parts, self.timeline.uniqueness(definition, subscript))
 
     def unique_key_sets(self, stream: ObjectDef) -> list[tuple[str, ...]]:
         """The column sets (lower case) that views' UPDATE .. WHEN X[j] IS UNIQUE (..) ask of ``stream``'s
@@ -139,7 +175,7 @@ class Maintainer:
         return self._step_at(definition, subscript, any(s < subscript for s in parts))
 
     def _step_at(self, definition: ObjectDef, subscript: int, has_parts: bool) -> PendingStep:
-        how, query = self.compiled(definition).clause(subscript, has_parts, self.timeline.uniqueness(definition, subscript))
+        how, query = self.clause(definition, subscript, has_parts)
         refs = self.timeline.resolve(query, definition, subscript)
         horizon = self.timeline.horizon()
         in_time = horizon is not None and subscript * definition.length < horizon
@@ -205,18 +241,26 @@ class Maintainer:
                     if step is None:
                         break
                     barred = blocked | ({d.key for d in self.catalog.views()} - allowed if allowed is not None else set())
-                    try:
-                        done = self._advance(step, plan, None if n is None else n - len(reports),
-                                             barred if fuse else None)
-                    except ViewDFError as error:
-                        if not keep_going:
-                            raise
-                        self.failures.append(MaintenanceFailure(step.view.name, step.subscript, error))
-                        blocked.update(d.key for d in self.catalog.downstream(step.view.name))
-                        done = []
-                    reports += done
-                    if bar is not None:
-                        bar.update(max(1, len(done)))
+                    wave = self._wave(step, blocked, allowed) if fuse and self.concurrent_steps else [step]
+                    outcomes: list[tuple[PendingStep, list[StepReport] | ViewDFError]]
+                    if len(wave) > 1:
+                        outcomes = self._compute_together(wave, barred, keep_going)
+                    else:
+                        try:
+                            outcomes = [(step, self._advance(step, plan, None if n is None else n - len(reports),
+                                                             barred if fuse else None))]
+                        except ViewDFError as error:
+                            outcomes = [(step, error)]
+                    for stepped, outcome in outcomes:
+                        if isinstance(outcome, ViewDFError):
+                            if not keep_going:
+                                raise outcome
+                            self.failures.append(MaintenanceFailure(stepped.view.name, stepped.subscript, outcome))
+                            blocked.update(d.key for d in self.catalog.downstream(stepped.view.name))
+                            outcome = []
+                        reports += outcome
+                        if bar is not None:
+                            bar.update(max(1, len(outcome)))
         finally:
             if bar is not None:
                 bar.close()
@@ -237,6 +281,61 @@ class Maintainer:
                     self._range_failed[step.view.key] = str(failed).split("\n")[0]
         fusions = [] if barred is None else self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
         return self.compute(step, plan, fusions=fusions)
+
+    def _wave(self, first: PendingStep, blocked: set[str], allowed: set[str] | None) -> list[PendingStep]:
+        """``first`` and the other views' ready steps, when each computes one part: every part they read
+        exists already, so their Spark jobs may run together (maintainer/together.py)."""
+        if self.store.cache_size or self._run_length(first) > 1:      # the store's cache is not shared
+            return [first]
+        wave = [first]
+        for definition in self.catalog.views():
+            if definition.key == first.view.key or definition.key in blocked or \
+                    (allowed is not None and definition.key not in allowed):
+                continue
+            step = self.next_step(definition)
+            if step is not None and self._run_length(step) == 1:
+                wave.append(step)
+        return wave
+
+    def _run_length(self, step: PendingStep) -> int:
+        """How many parts ``_advance`` computes from ``step`` on (1 without a range step)."""
+        if not self.range_steps or step.how == "initialize" or step.view.key in self._range_failed:
+            return 1
+        ranged = self.range_plan(step.view)
+        return len(self._ready_run(step, ranged, None)) if ranged.lifted else 1
+
+    def _compute_together(self, wave: list[PendingStep], barred: set[str], keep_going: bool
+                          ) -> list[tuple[PendingStep, list[StepReport] | ViewDFError]]:
+        """Compute one part of each view of ``wave``: analysed and committed here in order, their Spark jobs
+        run together; each step's reports, or its error. As one after the other, a failed step's readers are
+        not published, and without ``keep_going`` the first error is raised once every job has ended."""
+        prepared: list[tuple[PendingStep, PreparedStep | ViewDFError]] = []
+        for step in wave:
+            try:
+                fusions = self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
+                prepared.append((step, self._prepare(step, False, fusions)))
+            except ViewDFError as error:
+                prepared.append((step, error))
+        jobs = [p for _, p in prepared if isinstance(p, PreparedStep) and p.job is not None]
+        started = {id(p): together.start(self.spark, p.run) for p in jobs[1:]}    # the first runs on this thread
+        outcomes: list[tuple[PendingStep, list[StepReport] | ViewDFError]] = []
+        skipped: set[str] = set()
+        for step, ready in prepared:
+            try:
+                if isinstance(ready, ViewDFError):
+                    raise ready
+                result = started[id(ready)].result() if id(ready) in started else ready.run()
+                if step.view.key in skipped:
+                    if result.folder:
+                        self.store.fs.delete(result.folder)
+                    continue
+                outcomes.append((step, self._finish(ready, result)))
+            except ViewDFError as error:
+                outcomes.append((step, error))
+                skipped.update(d.key for d in self.catalog.downstream(step.view.name))
+                if not keep_going:
+                    skipped.update(s.view.key for s in wave)
+        return outcomes
 
     def range_summary(self, definition: ObjectDef) -> str:
         """EXPLAIN VIEW's sentence on how runs of the view's parts are computed."""
@@ -363,66 +462,81 @@ class Maintainer:
         """Compute, store and commit one view part (and the ``fusions``' parts, in the same Spark job). With
         ``previous`` (the stored part, when late data is repaired), an identical result keeps the stored part
         and only records that it was checked."""
+        prepared = self._prepare(step, plan, fusions)
+        return self._finish(prepared, prepared.run(), previous)
+
+    def _prepare(self, step: PendingStep, plan: bool, fusions: Sequence[Fusion]) -> PreparedStep:
+        """``step`` analysed, with its Spark job (if it needs one) ready to run."""
         definition, subscript, how, query, refs = step.view, step.subscript, step.how, step.query, step.refs
-        context = f"computing {definition.name}[{subscript}] ({how.upper()})"
         started = time.perf_counter()
         lineage = self.timeline.lineage(refs)
         empty_because = self.known_empty(step)
-        carried = self.unchanged(step) if empty_because is None else None
-        folder = ""
-        written: dict[str | None, Counted] = {}
-        folders = None
         if empty_because is not None:
             check_retained(self.catalog, query, refs)
             plan_text = f"No Spark job: the query returns no rows when {empty_because}." if plan else None
-        elif carried is not None:
+            return PreparedStep(step, started, lineage, plan_text, Written("", {}, ()))
+        carried = self.unchanged(step)
+        if carried is not None:
             previous_part, because = carried
-            written[None] = Counted(previous_part.rows, previous_part.checksum)
-            folders, fusions = previous_part.folders, ()      # fused views step on their own
             plan_text = f"No Spark job: the part holds {definition.name}[{subscript - 1}]'s rows, as {because}." \
                 if plan else None
-        else:
-            self.catalog.flush()      # parts recorded without a job so far are published before this one
-            with self.runner.bound(query, refs, context=context, schema=definition.schema,
-                                   clause=how.upper()) as frame:
-                stamped = self.store.stamp(definition, subscript, frame)
-                if fusions:
-                    fusions = list(fusions)
+            # fused views step on their own
+            return PreparedStep(step, started, lineage, plan_text,
+                                Written("", {None: Counted(previous_part.rows, previous_part.checksum)}, ()),
+                                folders=previous_part.folders)
+        self.catalog.flush()      # parts recorded without a job so far are published before this one
+        bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.upper()})",
+                                 schema=definition.schema, clause=how.upper())
+        with bound.running():
+            stamped = self.store.stamp(definition, subscript, bound.frame)
+            fused = None
+            if fusions:
+                try:
+                    fused = embed(list(fusions), self.runner, stamped)
+                except SPARK_ERRORS:       # a fused view's error: it is reported when that view steps alone
+                    fused = None
+            plan_text = explain_text(bound.frame) if plan else None
+
+        def write() -> Written:
+            with bound.running():
+                if fused is not None:
                     try:
-                        fused, embedded = embed(fusions, self.runner, stamped)
-                        folder, written = self.store.write_part(definition, subscript, fused, embedded)
-                    except SPARK_ERRORS:       # a fused view's error: it is reported when that view steps alone
-                        fusions = []
-                plan_text = explain_text(frame) if plan else None
-                if not fusions:
-                    folder, written = self.store.write_part(definition, subscript, stamped)
-        seconds = time.perf_counter() - started
-        meta, report = self._recorded(step, written.get(None), folder, (subscript, subscript), seconds, lineage,
-                                      folders=folders)
-        report = dataclasses.replace(report, plan=plan_text)
+                        return Written(*self.store.write_part(definition, subscript, *fused), tuple(fusions))
+                    except SPARK_ERRORS:      # as above
+                        pass
+                return Written(*self.store.write_part(definition, subscript, stamped), ())
+        return PreparedStep(step, started, lineage, plan_text, None, job=write)
+
+    def _finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None) -> list[StepReport]:
+        """Record and commit what ``prepared``'s step computed (``result``)."""
+        step, (folder, written, fusions) = prepared.step, result
+        definition, subscript, how = step.view, step.subscript, step.how
+        seconds = time.perf_counter() - prepared.started
+        meta, report = self._recorded(step, written.get(None), folder, (subscript, subscript), seconds,
+                                      prepared.lineage, folders=prepared.folders)
+        report = dataclasses.replace(report, plan=prepared.plan)
         if previous is not None and previous.checksum == meta.checksum and previous.how == how:
             if folder:
                 self.store.fs.delete(folder)
             self.catalog.commit([Verified(definition.key, subscript)])
             report = dataclasses.replace(report, repair="unchanged")
-        else:
-            # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
-            # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
-            same_rows = previous is not None and previous.checksum == meta.checksum
-            if previous is not None:
-                meta = dataclasses.replace(meta, repairs=previous.repairs + 1)
-                report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
-            actions: list[Action] = [Part(definition.key, meta, same_rows)]
-            reports = [report]
-            for fusion in fusions:
-                fused_meta, fused_report = self._fused_part(fusion, step, written, folder, (subscript, subscript))
-                actions.append(Part(fusion.view.key, fused_meta))
-                reports.append(fused_report)
-            self.catalog.commit(actions)
-            self.history.extend(reports)
-            return reports
-        self.history.append(report)
-        return [report]
+            self.history.append(report)
+            return [report]
+        # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
+        # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
+        same_rows = previous is not None and previous.checksum == meta.checksum
+        if previous is not None:
+            meta = dataclasses.replace(meta, repairs=previous.repairs + 1)
+            report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
+        actions: list[Action] = [Part(definition.key, meta, same_rows)]
+        reports = [report]
+        for fusion in fusions:
+            fused_meta, fused_report = self._fused_part(fusion, step, written, folder, (subscript, subscript))
+            actions.append(Part(fusion.view.key, fused_meta))
+            reports.append(fused_report)
+        self.catalog.commit(actions)
+        self.history.extend(reports)
+        return reports
 
     def known_empty(self, step: PendingStep) -> str | None:
         """When ``step``'s inputs make its part certainly empty: which of them are empty, in words

@@ -111,9 +111,8 @@ class Repairer:
         first = max(start, since // definition.length)
         if state.dropped_before is not None:
             first = max(first, state.dropped_before)
-        compiled = self.maintainer.compiled(definition)
         for subscript in range(first, newest + 1):
-            how, query = compiled.clause(subscript, subscript != start, self.timeline.uniqueness(definition, subscript))
+            how, query = self.maintainer.clause(definition, subscript, subscript != start)
             try:
                 refs = self.timeline.resolve(query, definition, subscript)
             except ViewDFError as error:

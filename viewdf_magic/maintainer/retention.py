@@ -147,7 +147,7 @@ class Retention:
                 return (f"the part of {view.name} they change ({format_part(at, view.length)}) "
                         f"was dropped by retention")
             start = self.timeline.start(view)
-            how, query = self.maintainer.compiled(view).clause(at, at != start, self.timeline.uniqueness(view, at))
+            how, query = self.maintainer.clause(view, at, at != start)
             try:
                 check_retained(self.catalog, query, self.timeline.resolve(query, view, at))
             except ViewDFError as error:
