@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from ..storage.slices import Slice
 from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import format_part, part_start
 from . import together
+from .collection import fewer_full_collections
 from .execute import QueryRunner, explain_text
 from .fusion import Fuser, Fusion, embed
 from .ranges import RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
@@ -94,6 +94,22 @@ class PreparedStep:
             assert self.result is not None
             return self.result
         return self.job()
+
+
+class PartPreview:
+    """A step report's first rows of its part, read on demand and remembered (a notebook renders a
+    report as text and as HTML). Cheap to make: a backfill makes one per part."""
+
+    def __init__(self, catalog: Catalog, store: PartStore, definition: ObjectDef, subscript: int) -> None:
+        self.catalog, self.store, self.definition, self.subscript = catalog, store, definition, subscript
+        self.read: dict[int, pd.DataFrame] = {}
+
+    def __call__(self, limit: int) -> pd.DataFrame:
+        if limit not in self.read:
+            state = self.catalog.state(self.definition.name)
+            frame = self.store.read_parts(self.definition, state, [self.subscript])
+            self.read = {limit: frame.drop(PART_TIMESTAMP).limit(limit).toPandas()}
+        return self.read[limit]
 
 
 def empty_rule(query: CompiledQuery) -> EmptyWhen:
@@ -235,7 +251,7 @@ class Maintainer:
         if self.progress and total >= PROGRESS_MIN_STEPS:
             bar = tqdm(total=total, desc="maintaining views", unit="part", leave=False)
         try:
-            with self.catalog.grouped():
+            with self.catalog.grouped(), fewer_full_collections():
                 while n is None or len(reports) < n:
                     step = self._first_ready(view, blocked, allowed)
                     if step is None:
@@ -600,12 +616,7 @@ class Maintainer:
         return summary
 
     def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
-        @functools.lru_cache(maxsize=2)      # a notebook renders a report as text and as HTML
-        def load(limit: int) -> pd.DataFrame:
-            state = self.catalog.state(definition.name)
-            frame = self.store.read_parts(definition, state, [subscript])
-            return frame.drop(PART_TIMESTAMP).limit(limit).toPandas()
-        return load
+        return PartPreview(self.catalog, self.store, definition, subscript)
 
     def _reference_reports(self, step: PendingStep) -> list[ReferenceReport]:
         reports = []
