@@ -31,7 +31,9 @@ def test_folders_of_single_parts_and_runs_share_a_scan():
              [Wanted(Slice(f"data/a/{k}", k, k, k), k) for k in (5, 6)]
     [scan] = plan_scans(wanted)
     assert scan.folders == ("data/a/run", "data/a/5", "data/a/6") and sorted(scan.targets) == list(range(7))
-    assert not scan.restamped
+    assert not scan.restamped and scan.whole       # each folder is read for every part it holds: no filter
+    [part] = plan_scans(wanted[:2] + wanted[3:])
+    assert not part.whole                          # the run's part 2 is not wanted: rows are filtered by part
 
 
 def test_a_folder_holding_a_recomputed_part_is_scanned_alone():
@@ -39,7 +41,7 @@ def test_a_folder_holding_a_recomputed_part_is_scanned_alone():
     # stale, so a scan that keeps part 2 must not read the run folder
     wanted = [Wanted(Slice("data/a/run", k, 0, 4), k) for k in (0, 1, 3, 4)] + [Wanted(Slice("data/a/new", 2, 2, 2), 2)]
     scans = plan_scans(wanted)
-    assert scans == [Scan(("data/a/new",), None, {2: (2,)}),
+    assert scans == [Scan(("data/a/new",), None, {2: (2,)}, True),
                      Scan(("data/a/run",), None, {0: (0,), 1: (1,), 3: (3,), 4: (4,)})]
 
 
@@ -52,4 +54,5 @@ def test_carried_parts_are_read_as_every_part_that_carries_them():
 
 def test_embedded_rows_are_scanned_by_their_column():
     wanted = [Wanted(Slice("data/h/0", 0, 0, 0, "__vdf_v"), 0), Wanted(Slice("data/v/1", 1, 1, 1), 1)]
-    assert plan_scans(wanted) == [Scan(("data/h/0",), "__vdf_v", {0: (0,)}), Scan(("data/v/1",), None, {1: (1,)})]
+    assert plan_scans(wanted) == [Scan(("data/h/0",), "__vdf_v", {0: (0,)}, True),
+                                  Scan(("data/v/1",), None, {1: (1,)}, True)]

@@ -152,6 +152,10 @@ class PartStore:
                 PART_TIMESTAMP, *[f.name for f in part])
         if scan.targets is None:
             return frame
+        if scan.whole and not scan.restamped:
+            # no filter: a filter's part numbers are literals in the code Spark generates, so every step
+            # would compile new code (50-100 ms at 1M rows; docs/benchmarks.md)
+            return frame.drop(PART_COLUMN)
         sources = sorted(scan.targets)
         number = F.col(PART_COLUMN)
         contiguous = sources[-1] - sources[0] + 1 == len(sources)

@@ -18,6 +18,7 @@ safe: a folder joins the shared scan unless it holds rows of a wanted part that 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from typing import cast
@@ -76,11 +77,13 @@ class Wanted:
 @dataclass(frozen=True)
 class Scan:
     """One Parquet scan: ``folders``, keeping rows whose ``__part`` is a key of ``targets`` (each stamped
-    as every part listed for it); ``targets`` is None for whole folders of the older layout."""
+    as every part listed for it); ``targets`` is None for whole folders of the older layout. ``whole``:
+    every part each folder was written for is wanted, so no row needs to be filtered out by part."""
 
     folders: tuple[str, ...]
     column: str | None
     targets: dict[int, tuple[int, ...]] | None
+    whole: bool = False
 
     @property
     def restamped(self) -> bool:
@@ -115,9 +118,12 @@ def plan_scans(wanted: list[Wanted]) -> list[Scan]:
                 shared += held
         for group in ([shared] if shared else []) + alone:
             targets: dict[int, tuple[int, ...]] = {}
+            held_parts: dict[Slice, set[int]] = {}
             for item in group:
                 part = cast(int, item.slice.part)
                 if item.target not in targets.get(part, ()):
                     targets[part] = targets.get(part, ()) + (item.target,)
-            scans.append(Scan(tuple(dict.fromkeys(i.slice.folder for i in group)), column, targets))
+                held_parts.setdefault(dataclasses.replace(item.slice, part=None), set()).add(part)
+            every_part = all(len(held) == piece.last - piece.first + 1 for piece, held in held_parts.items())
+            scans.append(Scan(tuple(dict.fromkeys(i.slice.folder for i in group)), column, targets, every_part))
     return scans
