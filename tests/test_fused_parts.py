@@ -101,6 +101,18 @@ def test_fused_and_declared_parts_equal_parts_computed_alone(spark, make_warehou
     assert verified.message.endswith("equal their recomputation.")
 
 
+def test_an_empty_source_part_records_its_fused_views_part_with_it(warehouse):
+    """A part known to be empty (no job) takes the parts fused into it along, empty, in the same entry."""
+    warehouse.execute(NETWORK_DDL)
+    warehouse.ingest("M", pd.DataFrame({"ts": [START], "src": ["a"], "dest": ["b"], "loss": [12]}))
+    report = warehouse.ingest("M", pd.DataFrame({"ts": [START + pd.Timedelta(minutes=2)], "src": ["a"],
+                                                 "dest": ["b"], "loss": [12]}))
+    gap = {(s.view, s.subscript): s for s in report.steps}
+    helper, view2 = gap[("Helper", 23668441)], gap[("View2", 23668441)]
+    assert (helper.rows, view2.rows, view2.fused_into) == (0, 0, "Helper[23668441]")
+    assert warehouse.catalog.state("View2").parts[23668441].folders == ()
+
+
 def test_a_failing_projection_fails_its_own_view_and_not_its_source(warehouse):
     warehouse.execute(NETWORK_DDL)
     warehouse.execute("CREATE VIEW Bad AS INITIALIZE Bad[j] AS SELECT src, CAST(dest AS INT) AS d FROM Helper[j] "

@@ -490,7 +490,8 @@ class Maintainer:
         if empty_because is not None:
             check_retained(self.catalog, query, refs)
             plan_text = f"No Spark job: the query returns no rows when {empty_because}." if plan else None
-            return PreparedStep(step, started, lineage, plan_text, Written("", {}, ()))
+            # the fused views' parts are empty too, recorded with it
+            return PreparedStep(step, started, lineage, plan_text, Written("", {}, tuple(fusions)))
         carried = self.unchanged(step)
         if carried is not None:
             previous_part, because = carried
