@@ -7,7 +7,7 @@ import uuid
 from contextlib import contextmanager
 from typing import Callable, Iterator, TypeVar
 
-from py4j.protocol import Py4JNetworkError
+from py4j.protocol import Py4JError, Py4JNetworkError
 from pyspark.sql import SparkSession
 
 from ..session import is_connect_session
@@ -55,11 +55,13 @@ def cancel_on_interrupt(spark: SparkSession) -> Iterator[str]:
     except BaseException as error:
         if not _interrupted(error):
             raise
-        for attempt in range(CANCEL_ATTEMPTS):     # py4j's first answer after dropping a connection may be empty
+        # py4j's first answers after dropping a connection may be a network error or an empty error ('x')
+        retried = (Py4JError,) if reconnecting else ()
+        for attempt in range(CANCEL_ATTEMPTS):
             try:
                 cancel(tag)
                 break
-            except reconnecting:
+            except retried:
                 if attempt == CANCEL_ATTEMPTS - 1:
                     raise
         if not reconnecting:      # a classic tag went with the JVM thread of the connection py4j dropped
