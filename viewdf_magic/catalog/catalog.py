@@ -99,6 +99,11 @@ class Catalog:
         if version % CHECKPOINT_EVERY == 0:
             self._checkpoint()
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether commits are held until an open ``transaction`` ends (and undone if it fails)."""
+        return self._pending is not None
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """Group commits into one log entry; if the block raises, nothing is published and the

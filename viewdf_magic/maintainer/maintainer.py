@@ -26,7 +26,8 @@ from . import together
 from .collection import fewer_full_collections
 from .execute import QueryRunner, explain_text
 from .fusion import Fuser, Fusion, embed
-from .ranges import RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows, plan_range
+from .ranges import (RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows,
+                     paced_parts, plan_range)
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline, check_retained, existing
 from .views import CompiledView, ViewDefiner, compile_existing, same_clause
@@ -139,6 +140,7 @@ class Maintainer:
         self.ranges = RangeRunner(catalog, store, self.runner)
         self._range_plans: dict[str, tuple[CompiledView, RangePlan]] = {}
         self._range_failed: dict[str, str] = {}   # views whose range step Spark could not run (this session): why
+        self._range_pace: dict[str, float] = {}   # seconds per part of each view's latest range step (this session)
         self.fuser = Fuser(catalog, self.timeline, self.compiled, self.clause)
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
@@ -172,6 +174,7 @@ class Maintainer:
         self._compiled.pop(definition.key, None)
         self._range_plans.pop(definition.key, None)
         self._range_failed.pop(definition.key, None)
+        self._range_pace.pop(definition.key, None)
 
     # -- readiness -----------------------------------------------------------------------
     def pending_step(self, definition: ObjectDef) -> PendingStep | None:
@@ -373,11 +376,14 @@ class Maintainer:
 
     def _ready_run(self, step: PendingStep, ranged: RangePlan, limit: int | None) -> list[PendingStep]:
         """The ready parts from ``step`` on that one range step computes: consecutive, each ready, at
-        most RANGE_PARTS, about RANGE_ROWS input rows and, for a RANGE clause, RANGE_CLAUSE_WORK."""
+        most RANGE_PARTS, about RANGE_ROWS input rows and, for a RANGE clause, RANGE_CLAUSE_WORK; outside
+        a transaction, as many as take about RANGE_SECONDS at the view's pace (``paced_parts``)."""
         definition, view = step.view, self.compiled(step.view)
         horizon = self.timeline.horizon()
         assert ranged.query is not None and horizon is not None
         most = RANGE_PARTS if limit is None else min(limit, RANGE_PARTS)
+        if not self.catalog.in_transaction:
+            most = min(most, paced_parts(self._range_pace.get(definition.key)))
         work = RANGE_CLAUSE_WORK if ranged.clause == "RANGE" else None
         run: list[PendingStep] = []
         rows = 0
@@ -408,6 +414,8 @@ class Maintainer:
             self.catalog.flush()
             folder, written = self.ranges.run(definition, ranged, run[0].subscript, run[-1].subscript, fusions)
         seconds = (time.perf_counter() - started) / len(run)
+        if folder:
+            self._range_pace[definition.key] = seconds
         first, last = run[0].subscript, run[-1].subscript
         reports: list[StepReport] = []
         actions: list[Action] = []

@@ -49,6 +49,13 @@ RANGE_PARTS = 10_000        # parts one range step may write (one catalog entry;
 # the run's parts it has rows in, which input rows x parts bounds. Each step also has a fixed cost of
 # seconds, so runs should not be short either (measurements in docs/benchmarks.md, parts overhead).
 RANGE_CLAUSE_WORK = 20_000_000    # input rows x parts of one RANGE clause step
+# A run's parts are published when its job ends, so an interrupted STEP ALL loses the run being computed.
+# Outside a transaction (which publishes nothing before it ends anyway), a view's first run in a session
+# is at most RANGE_FIRST_PARTS parts, and each later run is sized from the pace of the view's previous run
+# to take about RANGE_SECONDS: an interrupt loses at most that much work, and long backfills still take
+# runs of thousands of parts once the pace is known.
+RANGE_FIRST_PARTS = 16
+RANGE_SECONDS = 5.0
 MAX_OFFSET = 2 ** 53        # |c| of X[j+c] a range step handles (part numbers stay exact 64-bit integers)
 
 
@@ -130,6 +137,14 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
     if lifted.sql is None:
         return RangePlan(reason=f"its {how.upper()} query cannot be lifted to many parts: {lifted.reason}")
     return RangePlan(how, how.upper(), query, lifted.sql, offsets)
+
+
+def paced_parts(seconds_per_part: float | None) -> int:
+    """The most parts a run may have to take about RANGE_SECONDS at ``seconds_per_part``, the pace of the
+    view's previous run (RANGE_FIRST_PARTS before any); at least two, so that a run is still a run."""
+    if seconds_per_part is None:
+        return RANGE_FIRST_PARTS
+    return max(2, min(RANGE_PARTS, int(RANGE_SECONDS / max(seconds_per_part, 1e-6))))
 
 
 def input_rows(catalog: Catalog, refs: list[ResolvedRef]) -> int:
