@@ -269,3 +269,34 @@ def test_a_reader_never_sees_a_torn_state_while_a_writer_inserts(spark, tmp_path
     assert {m for m, _ in seen} >= {K * (b + 1) for b in range(BATCHES)}     # every committed state
     assert seen[-1] == (K * BATCHES, K * BATCHES)
     print(f"{len(seen)} reads; (M rows, Copy rows) seen: {sorted(Counter(seen).items())}")
+
+
+def test_a_writer_waits_for_the_lock_with_a_status_line_and_an_interrupt_stops_the_wait(spark, tmp_path, children,
+                                                                                       capfd):
+    """By default a second writer waits (no timeout), saying for whom; an interrupt stops the wait cleanly."""
+    import threading
+
+    from test_interrupt import interrupted_when
+
+    from viewdf_magic.errors import Interrupted
+    path = tmp_path / "wh"
+    warehouse = Warehouse(str(path), spark=spark, progress=True)
+    warehouse.execute(STREAM)
+    holder = children(HOLDER, str(path))
+    holder.wait_for("HELD", timeout=300)
+    version = warehouse.catalog.version
+
+    status = f"for the writer lock: process {holder.proc.pid} on {socket.gethostname()} (writing since "
+    with interrupted_when(lambda: time.sleep(2.5) or True), pytest.raises(Interrupted) as stopped:
+        warehouse.execute(insert_statement(0, 0))
+    assert str(stopped.value) == "Interrupted while waiting for the writer lock: nothing was written."
+    assert status in capfd.readouterr().err
+    assert warehouse.catalog.version == version and not warehouse.catalog.state("M").parts
+
+    released = threading.Timer(2.0, lambda: holder.send("release"))
+    released.start()
+    started = time.monotonic()
+    warehouse.execute(insert_statement(0, 0))            # waits for the holder's release, then writes
+    assert time.monotonic() - started >= 1.5
+    released.join()
+    assert sum(stored_rows(warehouse).values()) == K

@@ -247,9 +247,19 @@ def test_insert_errors(loaded, text, needle, phrases):
     fails(loaded, text, needle, *phrases)
 
 
-def test_insert_value_that_cannot_be_cast(loaded):
-    text = "INSERT INTO M VALUES\n  (TIMESTAMP '2015-01-01 10:05:00', 'a', 'b', 'lots')"
-    fails(loaded, text, "VALUES", "'lots'", "INT")
+CAST_FAILURE = ("The value 'lots' of the type \"STRING\" cannot be cast to \"INT\" because it is malformed. Correct "
+                "the value as per the syntax, or change its target type. Use `try_cast` to tolerate malformed input "
+                "and return NULL instead")
+
+
+@pytest.mark.parametrize("text", [
+    "INSERT INTO M VALUES\n  (TIMESTAMP '2015-01-01 10:05:00', 'a', 'b', 'lots')",
+    "INSERT INTO M (loss, ts) VALUES ('7', TIMESTAMP '2015-01-01 10:05:00'),\n  ('lots', TIMESTAMP '2015-01-01 10:06:00')",
+])
+def test_insert_value_that_cannot_be_cast_is_pointed_at(loaded, text):
+    error = fails(loaded, text, "'lots'")
+    assert error.message == f"cannot store the batch for M: {CAST_FAILURE}; nothing was written"
+    assert str(error).splitlines()[-1].strip() == "^^^^^^"
 
 
 LOAD_ERRORS = {
@@ -268,6 +278,24 @@ def test_load_errors(loaded, tmp_path, name, content, phrases):
     if content is not None:
         path.write_text(content)
     fails(loaded, f"LOAD '{path}'\n  INTO M", f"'{path}'", *phrases)
+
+
+MALFORMED = "the file has malformed rows (a field missing or one too many, or a value that cannot be parsed)"
+BAD_ROWS = {
+    "value its column's type rejects": ("ts,src,dest,loss\n2015-01-01 10:05:00,a,b,12\n\n2015-01-01 10:05:10,a,c,lots\n"
+                                        "2015-01-01 10:05:20,a,c,many\n", 4, CAST_FAILURE),
+    "a field too many": ("ts,src,dest,loss\n2015-01-01 10:05:00,a,b,12\n2015-01-01 10:05:10,a,c,1,2\n", 3, MALFORMED),
+    "no header": ("2015-01-01 10:05:00,a,b,12\n2015-01-01 10:05:10,a,c,lots\n", 2, CAST_FAILURE),
+}
+
+
+@pytest.mark.parametrize("content,line,reason", BAD_ROWS.values(), ids=BAD_ROWS.keys())
+def test_load_names_the_file_and_line_of_a_bad_row(loaded, tmp_path, content, line, reason):
+    path = tmp_path / "bad rows.csv"
+    path.write_text(content)
+    options = "" if content.startswith("ts,") else " OPTIONS (header 'false')"
+    error = fails(loaded, f"LOAD '{path}'\n  INTO M{options}", f"'{path}'")
+    assert error.message == f"line {line} of '{path}': cannot store the batch for M: {reason}; nothing was written"
 
 
 MINUTE_1005 = pd.Timestamp("2015-01-01 10:05")

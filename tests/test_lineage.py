@@ -127,3 +127,23 @@ def test_lineage_magic(spark, network):
     assert viewer.selected == ("View2", PARTS[3]) and len(viewer.grid.children) == 3 * (24 + 1)
     everything = shell.run_line_magic("viewdf", "lineage")
     assert [d.name for d in everything.objects] == ["M", "Helper", "View2"] and everything.selected is None
+
+
+def test_a_part_computed_by_the_guarded_update_shows_that_clause(warehouse):
+    """Issue 34's bug: a pattern Helper over an undeclared stream computes parts with UPDATE .. WHEN S[j] IS
+    UNIQUE (..), and the details panel named the clause by a string no statement attribute had."""
+    from viewdf_magic.notebook.lineage import producing_query
+    warehouse.execute("CREATE STREAM S (ts TIMESTAMP, k STRING, x INT) TIMESTAMP ts PARTITION LENGTH 60; "
+                      "CREATE VIEW Up AS SELECT k, a.ts AS since, count(*) AS n FROM S PATTERN (a, b+) "
+                      "WHERE b.x > a.x GROUP BY k CONTIGUITY EVENTS")
+    for minute in range(3):       # one part per batch: each part after the first steps alone
+        warehouse.ingest("S", pd.DataFrame({"ts": [pd.Timestamp("2015-01-01 10:00") + pd.Timedelta(minutes=minute)],
+                                            "k": ["a"], "x": [minute]}))
+    [helper] = [d for d in warehouse.catalog.views() if d.owner is not None and d.name != "Up"]
+    parts = warehouse.catalog.state(helper.name).parts
+    hows = [parts[s].how for s in sorted(parts)]
+    assert hows == ["initialize", "update when unique", "update when unique"]
+    shown = producing_query(helper, parts[max(parts)])
+    assert shown.startswith(f"UPDATE {helper.name}[j] WHEN S[j] IS UNIQUE (k) AS\n  ")
+    initial = producing_query(helper, parts[min(parts)])
+    assert initial.startswith(f"INITIALIZE {helper.name}[")

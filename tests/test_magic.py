@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -116,6 +118,31 @@ def test_setup_cells_report_what_they_did(paper):
     assert "Traceback" not in text
 
 
+def test_computed_parts_are_reported_with_the_wall_time_of_maintenance(warehouse):
+    from viewdf_magic.notebook.render import ResultView
+
+    started = time.perf_counter()
+    results = warehouse.run("""CREATE STREAM S (ts TIMESTAMP, v INT) PARTITION LENGTH 60;
+        INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:00:00', 1);
+        CREATE VIEW V AS INITIALIZE V[i] AS SELECT v FROM S[i] UPDATE V[j] AS SELECT v FROM S[j];
+        INSERT INTO S VALUES (TIMESTAMP '2015-01-01 10:01:00', 2);
+        SET MAINTENANCE MANUAL;
+        SEAL S THROUGH '2015-01-01 10:04:00';
+        STEP V;
+        SET MAINTENANCE AUTO""")
+    elapsed = time.perf_counter() - started
+    maintained = [result for result in results if result.steps]
+    assert [type(result.statement).__name__ for result in maintained] == ["CreateViewDF", "Insert", "Step",
+                                                                          "SetMaintenance"]
+    assert all(0 < result.maintenance_seconds < elapsed for result in maintained)
+    # Steps run together, or a run of parts in one job, each count their job's seconds: their sum is not the
+    # time that passed.
+    result = maintained[-1]
+    result.steps = [replace(step, seconds=367.0) for step in result.steps]
+    result.maintenance_seconds = 412.0
+    assert ResultView.of(result, 10, "").steps == "Computed 2 view parts in 412.00 s: V[2015-01-01 10:03:00 .. 10:04:00]"
+
+
 def test_cell_shows_the_paper_rows(shell):
     text, captured = run(shell, f"%%viewdf\n{AT_1004};\n{AT_1005}")
     assert paper_row(4, 71).search(text) and paper_row(5, 87).search(text)
@@ -208,7 +235,7 @@ def test_explain_view_shows_a_summary_then_folded_viewdfs_and_plans(shell):
 def test_error_fails_the_cell_with_one_positioned_message_without_traceback(shell):
     text = fail(shell, "%%viewdf\nSHOW VIEWS;\nSELECT src,\n  nope FROM View2;\nSELECT 'later' || 'statement' AS marker")
     assert "Helper" in text  # the statement before the error still shows its rows
-    assert "at line 3, column 3:" in text
+    assert "at line 4, column 3:" in text
     assert re.search(r"\n\s+nope FROM View2;\n\s+\^\^\^\^", text)
     assert "laterstatement" not in text   # the statement after the error did not run
 
@@ -221,8 +248,18 @@ def test_runtime_error_fails_the_cell_with_one_message(shell):
 
 def test_parse_error_runs_nothing(shell):
     text = fail(shell, "%%viewdf\nSHOW VIEWS;\nSHOW NOTHING")
-    assert "at line 2, column 6:" in text and "^" in text
+    assert "at line 3, column 6:" in text and "^" in text
     assert "Helper" not in text
+
+
+def test_error_lines_are_numbered_as_in_the_editor(shell):
+    """In a cell the %%viewdf line is line 1, as the editor numbers it; a one-line %viewdf is line 1."""
+    with capture_output():
+        cell = shell.run_cell("%%viewdf\nSHOW VIEWS;\nSHOW NOTHING").error_in_exec
+        line = shell.run_cell("%viewdf SHOW NOTHING").error_in_exec
+    assert (cell.line, cell.column) == (3, 6)
+    assert str(cell).splitlines()[1:] == ["  at line 3, column 6:", "    SHOW NOTHING", "         ^^^^^^^"]
+    assert (line.line, line.column) == (1, 6)
 
 
 @pytest.mark.parametrize("statement,suggestion", [
@@ -236,7 +273,7 @@ def test_parse_error_runs_nothing(shell):
 ])
 def test_misspelt_keywords_get_a_suggestion(shell, statement, suggestion):
     text = fail(shell, f"%%viewdf\n{statement}")
-    assert suggestion in text and "at line 1, column" in text
+    assert suggestion in text and "at line 2, column" in text
 
 
 def test_unknown_words_get_no_suggestion(shell):
@@ -254,11 +291,11 @@ def test_errors_found_while_computing_parts_point_into_the_cell(shell, elsewhere
     text = fail(shell, cell)
     # Found while computing Inverse's first part from its stored definition: the position is the cell's.
     assert "computing Inverse[26297280] (INITIALIZE): Division by zero" in text
-    assert "at line 4, column 56:" in text
+    assert "at line 5, column 56:" in text
     assert "\n    CREATE VIEW Inverse AS INITIALIZE Inverse[i] AS SELECT 1 / x AS y FROM D[i]\n" + " " * 59 + "^^^^^" in text
     # Found while parsing: also the cell's position.
     text = fail(shell, "%%viewdf\nSHOW STREAMS; -- first the streams\n\nSELECT 1 FROM D WHERE")
-    assert "at line 3, column" in text
+    assert "at line 4, column" in text
 
 
 def test_a_failing_statement_fails_the_cell_in_a_notebook_run(tmp_path):
@@ -278,7 +315,7 @@ def test_a_failing_statement_fails_the_cell_in_a_notebook_run(tmp_path):
     error = [o for o in notebook.cells[1].outputs if o.output_type == "error"]
     assert len(error) == 1
     shown_lines = "\n".join(error[0].traceback)
-    assert "at line 1, column 1:" in shown_lines and "^^^^^" in shown_lines
+    assert "at line 2, column 1:" in shown_lines and "^^^^^" in shown_lines
     assert "Traceback" not in shown_lines and "File " not in shown_lines
     assert notebook.cells[2].outputs == [] and notebook.cells[2].get("execution_count") is None
 
@@ -482,6 +519,13 @@ def test_help_lists_options_statements_and_commands(shell):
         assert "CREATE [OR REPLACE] VIEW [IF NOT EXISTS]" in text and "%viewdf replay STREAM --from" in text
         assert "autopandas" in text
 
+
+def test_help_begins_with_the_usage_and_says_what_o_stores(shell):
+    text, _ = run(shell, "%viewdf --help")
+    assert text.startswith("usage: %viewdf [--warehouse PATH] [-o VAR] [--explain]\n\nRun ViewDF statements: ")
+    assert "::" not in text
+    assert (" -o VAR, --out VAR Store the last rows produced in the variable VAR: a Spark DataFrame, or pandas with "
+            "%config ViewDF.autopandas = True. --explain ") in re.sub(r"\s+", " ", text)   # as wrapped to any width
 
 def test_options_are_not_abbreviated(shell, paper, tmp_path):
     with capture_output() as captured:

@@ -350,6 +350,14 @@ def test_window_errors(loaded, text, needle, phrases):
     fails(loaded, text, needle, *phrases)
 
 
+@pytest.mark.parametrize("clause, unit, what, meant", [("[WINDOW 3 MINUTS]", "MINUTS", "WINDOW", "MINUTES"),
+                                                       ("[WINDOW 1 HOUR SLIDE 5 mintues]", "mintues", "SLIDE", "MINUTES")])
+def test_misspelt_unit_gets_a_suggestion(loaded, clause, unit, what, meant):
+    error = fails(loaded, f"CREATE VIEW V AS SELECT sum(loss) FROM M {clause}", unit)
+    assert error.message == f"expected a unit after the {what} length, found '{unit}'; did you mean {meant}?"
+    assert str(error).splitlines()[-1].strip() == "^" * len(unit)
+
+
 # -- the chunked max/min cover, brute force (no Spark) ------------------------------------------------
 def _engine(text: str) -> Callable[[int], int]:
     subscript = parse_subscript(Fragment(text, 0, len(text)), {"j"})

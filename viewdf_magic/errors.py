@@ -10,23 +10,25 @@ class ViewDFError(Exception):
 
     ``text`` is the whole input the user gave (a cell, a file, a statement) and
     ``position`` a 0-based character offset into it. ``end`` (exclusive) widens
-    the caret to cover a whole token.
+    the caret to cover a whole token. ``first_line`` is the number the user's editor
+    gives the first line of ``text`` (2 for a ``%%viewdf`` cell's body).
     """
 
     def __init__(self, message: str, *, text: str | None = None,
-                 position: int | None = None, end: int | None = None) -> None:
+                 position: int | None = None, end: int | None = None, first_line: int = 1) -> None:
         super().__init__(message)
         self.message = message
         self.text = text
         self.position = position
         self.end = end
+        self.first_line = first_line
 
     @property
     def line(self) -> int | None:
-        """1-based line of the error, when a position is known."""
+        """Line of the error as the user's editor numbers it, when a position is known."""
         if self.text is None or self.position is None:
             return None
-        return self.text.count("\n", 0, self.position) + 1
+        return self.text.count("\n", 0, self.position) + self.first_line
 
     @property
     def column(self) -> int | None:

@@ -38,7 +38,7 @@ class Warehouse:
     """
 
     def __init__(self, path: str, spark: SparkSession | None = None, *, progress: bool = True,
-                 lock_timeout: float = 30.0) -> None:
+                 lock_timeout: float | None = None) -> None:
         self.engine = Engine(path, spark, progress=progress, lock_timeout=lock_timeout)
         engine = self.engine
         self.spark, self.fs, self.path, self.catalog, self.store = (engine.spark, engine.fs, engine.path,

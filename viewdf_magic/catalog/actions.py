@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Protocol, cast
 
 from ..storage.slices import folder_of
-from .model import ObjectDef, ObjectState, PartMeta
+from .model import LoadedFile, ObjectDef, ObjectState, PartMeta
 
 OPTIONS = ("lateness", "retain")
 
@@ -315,9 +315,31 @@ class TableData(Action):
         return undo
 
 
+@dataclass(frozen=True)
+class Loaded(Action):
+    """LOAD took these files into a stream or table (published with their rows, in one entry)."""
+
+    op = "loaded"
+    name: str
+    files: tuple[LoadedFile, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "name": self.name, "files": [f.to_json() for f in self.files]}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "Loaded":
+        return cls(data["name"], tuple(LoadedFile.from_json(f) for f in data["files"]))
+
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        target = _state(state, self.name)
+        undo = _undo_items([(target.loaded, f.path) for f in self.files])
+        target.loaded.update((f.path, f) for f in self.files)
+        return undo
+
+
 KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
                                   (Create, Drop, Part, Advance, Verified, Options, DropParts, Setting, Vacuumed,
-                                   TableData)}
+                                   TableData, Loaded)}
 
 
 def read_action(data: dict[str, Any]) -> Action:

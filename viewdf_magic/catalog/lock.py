@@ -2,9 +2,11 @@
 
 The lock is a small file, ``_viewdf/lock``, created exclusively and naming its holder
 (host, process id, when). Statements that write hold it for their duration, so two
-kernels on the same warehouse take turns. A lock left by a process that died on this
-host is taken over; a lock held elsewhere for longer than the timeout is reported as
-"in use by ...", with how to clear it if that process is gone.
+kernels on the same warehouse take turns: a writer waits for the lock, with a status line
+after a second that names the holder, and an interrupt stops the wait with nothing written.
+A lock left by a process that died on this host is taken over. With a timeout (seconds; None
+waits as long as it takes), a lock held longer is reported as "in use by ...", with how to
+clear it if that process is gone.
 """
 
 from __future__ import annotations
@@ -12,18 +14,20 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
 import time
 import uuid
 from contextlib import contextmanager
 from typing import Iterator
 
-from ..errors import ViewDFError
+from ..errors import Interrupted, ViewDFError
 from .filesystem import FileSystem
 
 LOCK = "_viewdf/lock"
 BREAKER = "_viewdf/lock.break"
 UNREADABLE_GRACE = 10.0     # seconds
+STATUS_AFTER = 1.0          # seconds of waiting before the status line
 
 
 def _parse(text: str | None) -> dict | None:
@@ -47,9 +51,10 @@ def _alive(pid: int) -> bool:
 class WriterLock:
     """A re-entrant, cross-process lock on one warehouse."""
 
-    def __init__(self, fs: FileSystem, timeout: float = 30.0) -> None:
+    def __init__(self, fs: FileSystem, timeout: float | None = None, status: bool = True) -> None:
         self.fs = fs
         self.timeout = timeout
+        self.status = status            # show a status line while waiting
         self._depth = 0
         self._token = ""
         self._guard = threading.RLock()
@@ -109,19 +114,42 @@ class WriterLock:
     def _acquire(self) -> None:
         token = uuid.uuid4().hex
         me = {"host": socket.gethostname(), "pid": os.getpid(), "since": time.time(), "token": token}
-        deadline = time.monotonic() + self.timeout
+        started = time.monotonic()
         pause = 0.01
-        while not self.fs.create_exclusive(LOCK, json.dumps(me)):
-            seen = self._text(LOCK)
-            holder = _parse(seen)
-            if self._stale(holder, seen):
-                self._break(seen)
-                continue
-            if time.monotonic() >= deadline:
-                raise ViewDFError(self._in_use(holder))
-            time.sleep(pause)
-            pause = min(pause * 2, 0.25)
+        shown = ""
+        try:
+            while not self.fs.create_exclusive(LOCK, json.dumps(me)):
+                seen = self._text(LOCK)
+                holder = _parse(seen)
+                if self._stale(holder, seen):
+                    self._break(seen)
+                    continue
+                waited = time.monotonic() - started
+                if self.timeout is not None and waited >= self.timeout:
+                    raise ViewDFError(self._in_use(holder))
+                if self.status and waited >= STATUS_AFTER:
+                    shown = self._show(f"waiting {waited:.0f}s for the writer lock: {self._who(holder)} "
+                                       f"(interrupt to stop waiting)", shown)
+                time.sleep(pause)
+                pause = min(pause * 2, 0.25)
+        except KeyboardInterrupt:
+            raise Interrupted("Interrupted while waiting for the writer lock: nothing was written.") from None
+        finally:
+            if shown:
+                self._show("", shown)
         self._token = token
+
+    @staticmethod
+    def _show(line: str, shown: str) -> str:
+        """Replace the status line ``shown`` on stderr with ``line``; returns what is shown now."""
+        sys.stderr.write("\r" + line.ljust(len(shown)) + ("" if line else "\r"))
+        sys.stderr.flush()
+        return line
+
+    def _who(self, holder: dict | None) -> str:
+        if holder is None:
+            return f"the warehouse at {self.fs.root} is busy"
+        return f"process {holder['pid']} on {holder['host']} (writing since {_since(holder)} UTC)"
 
     def _release(self) -> None:
         holder = self.holder()
@@ -132,7 +160,9 @@ class WriterLock:
     def _in_use(self, holder: dict | None) -> str:
         if holder is None:
             return f"the warehouse at {self.fs.root} is busy; try again"
-        since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(holder["since"]))
-        return (f"the warehouse at {self.fs.root} is in use by process {holder['pid']} on {holder['host']} "
-                f"(writing since {since} UTC); waited {self.timeout:g}s. If that process is gone, "
-                f"delete {self.fs.uri(LOCK)}")
+        return (f"the warehouse at {self.fs.root} is in use by {self._who(holder)}; waited {self.timeout:g}s. "
+                f"If that process is gone, delete {self.fs.uri(LOCK)}")
+
+
+def _since(holder: dict) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(holder["since"]))

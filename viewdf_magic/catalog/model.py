@@ -132,6 +132,25 @@ class ObjectDef:
         return ObjectDef(**data)
 
 
+@dataclass(frozen=True)
+class LoadedFile:
+    """A file that LOAD took into an object: where it was, its size, modification time and content hash
+    when it was read, and when it was loaded (what makes a repeated LOAD of it a no-op)."""
+
+    path: str
+    size: int
+    modified: float
+    sha256: str
+    loaded: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(data: dict) -> "LoadedFile":
+        return LoadedFile(**data)
+
+
 @dataclass
 class ObjectState:
     """The parts an object has, in subscript order. Streams are contiguous from ``first`` to ``newest``:
@@ -147,6 +166,7 @@ class ObjectState:
     lateness: int | None = None         # streams: ALLOWED LATENESS, in parts (None: unbounded)
     retain: int | None = None           # RETAIN, in parts (None: keep every part)
     dropped_before: int | None = None   # parts before this subscript were dropped by retention
+    loaded: dict[str, LoadedFile] = field(default_factory=dict)        # files LOAD took, by path
 
     def oldest_part(self) -> int | None:
         """The oldest subscript with an entry in ``parts``."""
@@ -161,14 +181,15 @@ class ObjectState:
                 "newest": self.newest, "sealed": [list(s) for s in self.sealed],
                 "table_folders": self.table_folders, "table_rows": self.table_rows,
                 "table_updated": self.table_updated, "lateness": self.lateness, "retain": self.retain,
-                "dropped_before": self.dropped_before}
+                "dropped_before": self.dropped_before, "loaded": [f.to_json() for f in self.loaded.values()]}
 
     @staticmethod
     def from_json(data: dict) -> "ObjectState":
         parts = {p["subscript"]: PartMeta.from_json(p) for p in sorted(data["parts"], key=lambda p: p["subscript"])}
         return ObjectState(parts, data["first"], data["newest"], [tuple(s) for s in data["sealed"]],
                            list(data["table_folders"]), data["table_rows"], data["table_updated"],
-                           data.get("lateness"), data.get("retain"), data.get("dropped_before"))
+                           data.get("lateness"), data.get("retain"), data.get("dropped_before"),
+                           {f["path"]: LoadedFile.from_json(f) for f in data.get("loaded", [])})
 
 
 CATALOG_DEFINITION = ObjectDef("table", CATALOG_VIEW, "catalog", StructType([]).json(), "", 0.0)

@@ -3,13 +3,16 @@ target's columns by name or by position; the column names the warehouse reserves
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 from typing import Callable
+from urllib.parse import unquote
 
 import pandas as pd
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP
@@ -40,17 +43,22 @@ def conform_by_name(frame: DataFrame, schema: StructType, error: ErrorAt) -> Dat
     return _cast(frame, [(available[f.name.lower()], f) for f in schema.fields], error)
 
 
+def target_fields(schema: StructType, columns: list[str] | None, error: ErrorAt) -> list[StructField]:
+    """The fields a batch's columns fill, in order: the schema's, or the named ``columns``'."""
+    if columns is None:
+        return list(schema.fields)
+    by_name = {f.name.lower(): f for f in schema.fields}
+    unknown = [c for c in columns if c.lower() not in by_name]
+    if unknown:
+        raise error(f"schema mismatch: no {agreeing(len(unknown), 'column', 'columns')} {', '.join(unknown)} "
+                    f"(columns are {', '.join(schema.fieldNames())})")
+    return [by_name[c.lower()] for c in columns]
+
+
 def conform_by_position(frame: DataFrame, schema: StructType, columns: list[str] | None,
                         error: ErrorAt) -> DataFrame:
     """Cast ``frame``'s columns, in order, to the schema's (or to the named ``columns``)."""
-    fields = schema.fields
-    if columns is not None:
-        by_name = {f.name.lower(): f for f in fields}
-        unknown = [c for c in columns if c.lower() not in by_name]
-        if unknown:
-            raise error(f"schema mismatch: no {agreeing(len(unknown), 'column', 'columns')} {', '.join(unknown)} "
-                        f"(columns are {', '.join(schema.fieldNames())})")
-        fields = [by_name[c.lower()] for c in columns]
+    fields = target_fields(schema, columns, error)
     if len(frame.columns) != len(fields):
         raise error(f"schema mismatch: {len(frame.columns)} values per row but {len(fields)} columns "
                     f"({', '.join(f.name for f in fields)})")
@@ -60,6 +68,19 @@ def conform_by_position(frame: DataFrame, schema: StructType, columns: list[str]
         cast = cast.select([F.col(f.name) if f.name in cast.columns else F.lit(None).cast(f.dataType).alias(f.name)
                             for f in schema.fields])
     return cast
+
+
+def uncastable(frame: DataFrame, fields: list[StructField]) -> tuple[int, int] | None:
+    """The row and column of ``frame``'s first value that its field's type rejects, or None; ``frame`` is a few
+    rows (a VALUES list's) whose columns fill ``fields`` in order."""
+    positional = frame.toDF(*[f"_c{k}" for k in range(len(fields))])
+    flags = positional.select([_rejected(F.col(f"_c{k}"), f) for k, f in enumerate(fields)]).collect()
+    return next(((r, k) for r, row in enumerate(flags) for k, bad in enumerate(row) if bad), None)
+
+
+def _rejected(value: Column, target: StructField) -> Column:
+    """Whether ``value`` is one that casting to ``target``'s type fails on (NULL casts to NULL)."""
+    return value.isNotNull() & value.try_cast(target.dataType).isNull()
 
 
 def _cast(frame: DataFrame, pairs: list, error: ErrorAt) -> DataFrame:
@@ -88,23 +109,29 @@ NANOSECOND_HINT = ("; Spark cannot read nanosecond timestamps, which pandas writ
                    "with DataFrame.to_parquet(path, coerce_timestamps='us'), or as CSV")
 
 
-def read_file(spark: SparkSession, path: str, fmt: str | None, options: dict[str, str], schema: StructType,
-              error: ErrorAt) -> DataFrame:
-    """Read a CSV, Parquet or JSON file and conform it to ``schema`` by column name."""
+def _reading(path: str, fmt: str | None, options: dict[str, str]) -> tuple[str | None, dict[str, str]]:
+    """The format of a file LOAD reads (None when it cannot tell) and the options it reads it with (keys in lower
+    case): a malformed or ragged row is an error, not NULLs; a CSV file has a header, and all its columns are
+    strings."""
     fmt = fmt or FORMATS.get(os.path.splitext(path)[1].lower())
-    if fmt not in ("csv", "parquet", "json"):
-        raise error("cannot tell the file's format from its name; add FORMAT csv, parquet or json")
     options = {k.lower(): v for k, v in options.items()}
-    reader = spark.read.format(fmt)
     if fmt in ("csv", "json"):
-        options.setdefault("mode", "FAILFAST")     # a malformed or ragged row is an error, not NULLs
+        options.setdefault("mode", "FAILFAST")
     if fmt == "csv":
         options.setdefault("header", "true")
-        options["inferSchema"] = "false"
-    for key, value in options.items():
-        reader = reader.option(key, value)
+        options["inferschema"] = "false"
+    return fmt, options
+
+
+def read_file(spark: SparkSession, path: str, fmt: str | None, options: dict[str, str], schema: StructType,
+              error: ErrorAt, files: list[str] | None = None) -> DataFrame:
+    """Read a CSV, Parquet or JSON file (or folder; or only ``files``, found under ``path``) and conform it
+    to ``schema`` by column name."""
+    fmt, options = _reading(path if files is None or fmt or os.path.splitext(path)[1] else files[0], fmt, options)
+    if fmt not in ("csv", "parquet", "json"):
+        raise error("cannot tell the file's format from its name; add FORMAT csv, parquet or json")
     try:
-        frame = reader.load(qualify(path))
+        frame = spark.read.format(fmt).options(**options).load(files or qualify(path))
         if fmt == "csv" and options["header"].lower() == "false":
             return conform_by_position(frame, schema, None, error)
         if fmt == "csv":   # all CSV columns are strings; ANSI casts reject malformed values
@@ -115,6 +142,60 @@ def read_file(spark: SparkSession, path: str, fmt: str | None, options: dict[str
             message += NANOSECOND_HINT
         raise error(f"cannot read '{path}': {message}") from None
     return conform_by_name(frame, schema, error)
+
+
+def bad_line(spark: SparkSession, path: str, fmt: str | None, options: dict[str, str],
+             schema: StructType) -> str | None:
+    """Where the first bad row of a CSV file that LOAD read is, as ``line 4 of 'path'`` (the header is line 1):
+    a row Spark cannot parse (a field missing or one too many) or one with a value its column's type rejects.
+
+    None for other formats, for a multiLine CSV file (whose rows are not lines), when no row is bad, or when
+    Spark fails to tell (the error being reported matters more). Each line is parsed on its own, with the
+    file's options; lines are numbered by the block of the file they are in and their order in it."""
+    fmt, options = _reading(path, fmt, options)
+    if fmt != "csv" or options.get("multiline", "false").lower() == "true":
+        return None
+    try:
+        return _bad_csv_line(spark, path, options, schema)
+    except SPARK_ERRORS:
+        return None
+
+
+CORRUPT_COLUMN = "__vdf_corrupt"
+
+
+def _bad_csv_line(spark: SparkSession, path: str, options: dict[str, str], schema: StructType) -> str | None:
+    header = options["header"].lower() != "false"
+    if header:   # conform_by_name matched the header's names to the schema's
+        by_name = {f.name.lower(): f for f in schema.fields}
+        fields = [by_name[c.lower()] for c in spark.read.format("csv").options(**options).load(qualify(path)).columns]
+    else:
+        fields = list(schema.fields)
+    text = spark.read.format("text")
+    if "linesep" in options:
+        text = text.option("lineSep", options["linesep"])
+    lines = text.load(qualify(path)).select(
+        F.col("_metadata.file_path").alias("file"), F.col("_metadata.file_block_start").alias("block"),
+        F.monotonically_increasing_id().alias("id"), "value")
+    rows = lines.filter(F.trim("value") != "")       # Spark skips blank lines, and comment lines
+    if "comment" in options:
+        rows = rows.filter(~F.col("value").startswith(options["comment"]))
+    if header:       # the first row of each file
+        first = rows.groupBy("file").agg(F.min(F.struct("block", "id")).alias("header"))
+        rows = rows.join(first, "file").filter(F.struct("block", "id") > F.col("header"))
+    names = [f"_c{k}" for k in range(len(fields))]
+    parsed = rows.withColumn("row", F.from_csv(
+        "value", ", ".join(f"{name} STRING" for name in [*names, CORRUPT_COLUMN]),
+        {**options, "mode": "PERMISSIVE", "columnnameofcorruptrecord": CORRUPT_COLUMN}))
+    bad = functools.reduce(operator.or_, [_rejected(F.col(f"row.{name}"), f) for name, f in zip(names, fields)],
+                           F.col(f"row.{CORRUPT_COLUMN}").isNotNull())
+    [[found]] = parsed.filter(bad).agg(F.min(F.struct("file", "block", "id"))).collect()
+    if found is None:
+        return None
+    earlier = (F.col("block") < found.block) | ((F.col("block") == found.block) & (F.col("id") < found.id))
+    line = lines.filter((F.col("file") == found.file) & earlier).count() + 1
+    file = unquote(found.file)      # Spark gives a URI, in %-escapes
+    return f"line {line} of '{path if file == qualify(path) else file}'"
 
 
 def stream_schema_check(schema: StructType, error: ErrorAt) -> None:

@@ -23,13 +23,15 @@ from ..wording import plural
 from ..language import statements as st
 from ..language.parser import VACUUM_RETAIN_SECONDS
 from ..language.queries import CompiledQuery, RefKind, Scope, compile_query
-from ..maintainer.compare import compare_rows
+from ..maintainer.compare import Comparison, compare_rows
 from ..maintainer.cancellation import cancel_on_interrupt
 from ..maintainer.maintainer import Maintainer, StepReport
+from ..maintainer.ranges import RangeFailed
 from ..maintainer.repair import RepairReport, Repairer
 from ..maintainer.reports import named_spans
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import check_runtime
+from ..maintainer.verification import lifted_plan, verify_runs
 from ..maintainer.views import catalog_lookup
 from ..session import embedded_session, is_connect_session, prepare
 from ..storage.parts import PartStore
@@ -45,7 +47,7 @@ class Engine:
     after every change. Statement handlers (``handlers``) and the ``Warehouse`` API call it."""
 
     def __init__(self, path: str, spark: SparkSession | None = None, *, progress: bool = True,
-                 lock_timeout: float = 30.0) -> None:
+                 lock_timeout: float | None = None) -> None:
         self.spark = prepare(spark) if spark is not None else embedded_session()
         self.fs = open_filesystem(self.spark, path)
         if is_connect_session(self.spark):
@@ -58,7 +60,7 @@ class Engine:
         self.retention = Retention(self.maintainer)
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
                                  self.maintainer.unique_key_sets)
-        self.writer = WriterLock(self.fs, lock_timeout)
+        self.writer = WriterLock(self.fs, lock_timeout, status=progress)
         self._lock = threading.RLock()
         self._since: int | None = None    # catalog version when the running statement began
         self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data
@@ -120,7 +122,11 @@ class Engine:
                  for kind, parts in kept.items() if parts]
         if not named:
             return "Interrupted: no part was published."
-        return f"Interrupted: kept {' and '.join(named)}; the part being computed was not published."
+        message = f"Interrupted: kept {' and '.join(named)}; the part being computed was not published."
+        if kept["stream"] and any(self.maintainer.next_step(d) is not None for d in self.catalog.views()):
+            message += (" The stream's rows are stored: STEP ALL computes the view parts still missing "
+                        "(a LOAD run again skips the files it took; the same INSERT again would add its rows twice).")
+        return message
 
     def _refresh(self) -> None:
         if self.catalog.refresh():       # another process committed: forget what it may have replaced
@@ -259,6 +265,19 @@ class Engine:
             self.maintainer.forget(d)
             self.store.forget(d)
         return ordered
+
+    def verify_parts(self, definition: ObjectDef, subscripts: list[int], tolerance: float) -> dict[int, Comparison]:
+        """Stored parts against their recomputation: in runs, a constant number of Spark jobs each, where the
+        view's RECOMPUTE query lifts to many parts (maintainer/verification.py); else one part at a time."""
+        view = self.maintainer.compiled(definition)
+        plan = lifted_plan(view, self.catalog)
+        if plan.lifted:
+            try:
+                return verify_runs(self.catalog, self.store, self.maintainer.timeline, self.maintainer.ranges, view,
+                                   plan, subscripts, tolerance)
+            except RangeFailed:    # part by part below, which positions the error in the user's text
+                pass
+        return {s: self.verify_part(definition, s, tolerance).comparison for s in subscripts}
 
     def verify_part(self, definition: ObjectDef, subscript: int, tolerance: float) -> PartCheck:
         started = time.perf_counter()

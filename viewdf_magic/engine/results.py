@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass, field
+from typing import Callable, TypeVar
 
 import pandas as pd
 from pyspark.sql import DataFrame
@@ -14,6 +16,8 @@ from ..language.queries import CompiledQuery
 from ..maintainer.compare import Comparison
 from ..maintainer.maintainer import StepReport
 from ..storage.spark_errors import check_runtime
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -38,6 +42,7 @@ class Result:
     table: pd.DataFrame | None = None     # rows of SHOW, DESCRIBE or VERIFY
     detail: str | None = None             # extra text, e.g. a definition
     steps: list[StepReport] = field(default_factory=list)
+    maintenance_seconds: float | None = None   # wall time of the maintenance that computed ``steps``
     query: CompiledQuery | None = None    # the compiled query behind ``frame``, for error positions
     figure: str | None = None             # an SVG drawing, e.g. a pattern's FSM
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)   # further titled tables
@@ -67,6 +72,13 @@ class Result:
         if limit and len(rows) > limit:
             return rows.head(limit), True
         return rows, False
+
+
+def timed(work: Callable[[], T]) -> tuple[T, float]:
+    """What ``work`` returns, and the wall seconds it took."""
+    started = time.perf_counter()
+    done = work()
+    return done, time.perf_counter() - started
 
 
 def _integers_stay_integers(rows: pd.DataFrame, schema: StructType) -> pd.DataFrame:

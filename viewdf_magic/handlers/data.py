@@ -2,53 +2,137 @@
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from contextlib import nullcontext
 
 from pyspark.sql import DataFrame
+from pyspark.sql.types import StructField, StructType
 
-from ..catalog.actions import Advance
-from ..catalog.model import ObjectDef
-from ..engine.conform import conform_by_position, read_file
+from ..catalog.actions import Advance, Loaded
+from ..catalog.model import LoadedFile, ObjectDef
+from ..errors import ViewDFError
+from ..storage.landing import Taken, UnreadablePath, fingerprint, sort_files
+from ..engine.conform import ErrorAt, bad_line, conform_by_position, read_file, target_fields, uncastable
 from ..engine.ingest import MAX_NEW_PARTS
 from ..wording import plural
 from ..language import statements as st
+from ..language.queries import CompiledQuery, values_rows, written_span
 from ..storage.vacuum import vacuum as vacuum_folders
 from ..timeparts import format_duration, format_part, subscript_of
 
 from ..engine.engine import Engine
-from ..engine.results import Result
+from ..engine.results import Result, timed
 
 
 def _target(engine: Engine, statement: st.Statement, name: st.Name) -> ObjectDef:
     return engine.require(name.text, ("stream", "table"), statement, name)
 
 
-def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame: DataFrame, error) -> Result:
+def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame: DataFrame, error,
+           loaded: Loaded | None = None, note: str = "") -> Result:
+    """Append ``frame`` to a table or stream, publishing ``loaded`` (the files it came from) in the same log
+    entry as its rows, then maintain the views; ``note`` ends the first sentence of the message."""
+    with engine.catalog.transaction() if loaded is not None else nullcontext():
+        if definition.kind == "table":
+            rows = engine.ingester.append_table(definition, frame, error)
+        else:
+            report = engine.ingester.append_stream(definition, frame, error)
+        if loaded is not None:
+            engine.catalog.commit([loaded])
     if definition.kind == "table":
-        rows = engine.ingester.append_table(definition, frame, error)
-        return Result(statement, f"Inserted {plural(rows, 'row')} into {definition.name}.")
-    report = engine.ingester.append_stream(definition, frame, error)
-    report.steps = engine.maintain()
+        return Result(statement, f"Inserted {plural(rows, 'row')} into {definition.name}{note}.")
+    report.steps, seconds = timed(engine.maintain)
     report.repair = engine.last_repair
-    return Result(statement, f"Inserted {report}." + engine.maintenance_note(), steps=report.steps)
+    return Result(statement, f"Inserted {report}{note}." + engine.maintenance_note(), steps=report.steps,
+                  maintenance_seconds=seconds)
 
 
 def insert(engine: Engine, statement: st.Insert) -> Result:
     definition = _target(engine, statement, statement.target)
     query = statement.query
     error = lambda message: query.error(message)  # noqa: E731
-    frame, _ = engine.query(query)
+    frame, compiled = engine.query(query)
     columns = [c.text for c in statement.columns] if statement.columns else None
-    frame = conform_by_position(frame, definition.schema, columns, error)
-    return _write(engine, statement, definition, frame, error)
+    fields = target_fields(definition.schema, columns, error)
+    conformed = conform_by_position(frame, definition.schema, columns, error)
+    return _write(engine, statement, definition, conformed,
+                  lambda message: _at_rejected_value(message, compiled, frame, fields))
+
+
+def _at_rejected_value(message: str, query: CompiledQuery, frame: DataFrame, fields: list[StructField]) -> ViewDFError:
+    """``message`` pointing at the first value of a VALUES list that its column's type rejects, else at the query
+    (``frame`` is the query's rows, whose columns fill ``fields``)."""
+    rows = values_rows(query.rewritten)
+    found = uncastable(frame, fields) if rows is not None else None
+    if rows is None or found is None:
+        return query.fragment.error(message)
+    row, column = found
+    return query.fragment.error(message, *(written_span(query.rewritten, rows[row][column]) or ()))
 
 
 def load(engine: Engine, statement: st.Load) -> Result:
+    """LOAD a file, or a folder's files: files the target took before are skipped (unless FORCE), and the
+    files taken are recorded with their rows (storage/landing.py)."""
     definition = _target(engine, statement, statement.target)
     error = lambda message: statement.fragment.error(message, statement.path_at)  # noqa: E731
-    frame = read_file(engine.spark, statement.path, statement.format, statement.options,
-                                    definition.schema, error)
-    return _write(engine, statement, definition, frame, error)
+    try:
+        files: list[LoadedFile] | None = fingerprint(statement.path)
+    except UnreadablePath as unreadable:
+        files, unrecorded = None, str(unreadable)
+    if files is None:        # Spark may still read it (a path only a Spark Connect server sees): unrecorded
+        frame = read_file(engine.spark, statement.path, statement.format, statement.options, definition.schema, error)
+        return _write(engine, statement, definition, frame, _at_bad_line(engine, statement, definition.schema, error),
+                      note=f" (not recorded as loaded: {unrecorded}; a LOAD run again loads its rows again)")
+    taken = sort_files(files, engine.catalog.state(definition.name).loaded)
+    if not statement.force:
+        if taken.changed:
+            file, before = taken.changed[0]
+            raise error(f"{_shown(file.path)} has changed since it was loaded into {definition.name} on "
+                        f"{_when(before.loaded)} ({before.size:,} bytes then, {file.size:,} now): loading it "
+                        f"again would add its earlier rows twice. Add FORCE to load all of its rows again")
+        if not taken.new:
+            return Result(statement, _nothing_new(statement.path, definition.name, files, taken))
+    chosen = files if statement.force else taken.new
+    frame = read_file(engine.spark, statement.path, statement.format, statement.options, definition.schema, error,
+                      [f.path for f in chosen])
+    now = time.time()
+    loaded = Loaded(definition.key, tuple(dataclasses.replace(f, loaded=now) for f in chosen))
+    skipped = len(files) - len(chosen)
+    note = f" from {plural(len(chosen), 'new file')}; {plural(skipped, 'file')} loaded before skipped" if skipped else ""
+    return _write(engine, statement, definition, frame, _at_bad_line(engine, statement, definition.schema, error), loaded, note)
+
+
+def _at_bad_line(engine: Engine, statement: st.Load, schema: StructType, error: ErrorAt) -> ErrorAt:
+    """``error`` prefixed with where the first bad row of the CSV file or folder is (file and line), if known
+    (files taken before loaded without error, so a bad row is in a file being loaded)."""
+    def at_bad_line(message: str) -> ViewDFError:
+        where = bad_line(engine.spark, statement.path, statement.format, statement.options, schema)
+        return error(f"{where}: {message}" if where else message)
+    return at_bad_line
+
+
+def _shown(path: str) -> str:
+    """A recorded file's path as a user wrote it (local paths without ``file:``)."""
+    return f"'{path[len('file:'):] if path.startswith('file:') else path}'"
+
+
+def _when(seconds: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(seconds))
+
+
+def _nothing_new(path: str, target: str, files: list[LoadedFile], taken: Taken) -> str:
+    """The message of a LOAD whose files were all taken before."""
+    if not files:
+        return f"'{path}' holds no file to load; nothing was loaded."
+    first = min(before.loaded for _, before in taken.loaded)
+    if len(files) == 1:
+        file, before = taken.loaded[0]
+        also = "" if before.path == file.path else f" (as {_shown(before.path)})"
+        return (f"'{path}' was loaded into {target} already{also}, on {_when(first)}; nothing was loaded. "
+                f"Add FORCE to load it again.")
+    return (f"No new file in '{path}': its {len(files)} files were loaded into {target} already (from "
+            f"{_when(first)}); nothing was loaded. Add FORCE to load them again.")
 
 
 def vacuum(engine: Engine, statement: st.Vacuum) -> Result:
@@ -73,8 +157,8 @@ def seal(engine: Engine, statement: st.Seal) -> Result:
             f"sealing through {statement.through} would create {through - newest:,} empty parts of "
             f"{definition.name}; the limit is {MAX_NEW_PARTS:,}", statement.through_at)
     engine.catalog.commit([Advance(definition.key, through, time.time())])
-    steps = engine.maintain()
+    steps, seconds = timed(engine.maintain)
     return Result(statement, f"Sealed {definition.name} through "
                              f"{format_part(through, definition.length)}." + engine.maintenance_note(),
-                  steps=steps)
+                  steps=steps, maintenance_seconds=seconds)
 

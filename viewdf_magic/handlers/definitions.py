@@ -23,7 +23,7 @@ from ..storage.spark_errors import spark_error
 from ..timeparts import format_duration
 
 from ..engine.engine import Engine
-from ..engine.results import Result
+from ..engine.results import Result, timed
 
 
 def _check_new_name(engine: Engine, statement: st.Statement, name: st.Name) -> None:
@@ -123,9 +123,9 @@ def alter(engine: Engine, statement: st.Alter) -> Result:
     definition = engine.require(statement.name.text, (statement.kind.lower(),), statement, statement.name)
     value = statement.extent.parts(definition.length) if statement.extent is not None else None
     engine.catalog.commit([Options(definition.key, {statement.option: value})])
-    steps = engine.maintain()
+    steps, seconds = timed(engine.maintain)
     return Result(statement, f"{definition.name}: {_options_text(engine, definition).lstrip(', ') or 'no bounds'}."
-                  + engine.maintenance_note(), steps=steps)
+                  + engine.maintenance_note(), steps=steps, maintenance_seconds=seconds)
 
 
 def create_table(engine: Engine, statement: st.CreateTable) -> Result:
@@ -150,8 +150,9 @@ def create_table(engine: Engine, statement: st.CreateTable) -> Result:
     return Result(statement, f"Created table {definition.name}.")
 
 
-def _publish(engine: Engine, views: Iterable[tuple[st.CreateViewDF, dict]]) -> list[StepReport]:
-    """Define each view in turn and publish them all with their backfill, all or nothing.
+def _publish(engine: Engine, views: Iterable[tuple[st.CreateViewDF, dict]]) -> tuple[list[StepReport], float | None]:
+    """Define each view in turn and publish them all with their backfill, all or nothing; return the backfill's
+    steps and wall seconds (None in manual mode, which computes nothing).
 
     ``views`` yields (statement, catalog fields to set); it may be a generator whose later
     statements depend on the views defined before them."""
@@ -163,8 +164,8 @@ def _publish(engine: Engine, views: Iterable[tuple[st.CreateViewDF, dict]]) -> l
                 engine.catalog.commit([Create(definition)])
                 defined.append(definition)
             if engine.maintenance != "auto":
-                return []
-            return engine.maintainer.step(n=None, among=defined)
+                return [], None
+            return timed(lambda: engine.maintainer.step(n=None, among=defined))
     except ViewDFError:
         for definition in defined:
             engine.maintainer.forget(definition)
@@ -172,12 +173,14 @@ def _publish(engine: Engine, views: Iterable[tuple[st.CreateViewDF, dict]]) -> l
         raise
 
 
-def _created(engine: Engine, statement: st.Statement, name: str, description: str, steps: list[StepReport]) -> Result:
+def _created(statement: st.Statement, name: str, description: str,
+             backfill: tuple[list[StepReport], float | None]) -> Result:
+    steps, seconds = backfill
     mine = [s for s in steps if s.view == name]
     message = f"Created view {name} ({description})"
     if mine:
         message += f"; computed {plural(len(mine), 'part')} up to {mine[-1].part_timestamp:%Y-%m-%d %H:%M:%S}"
-    return Result(statement, message + ".", steps=steps)
+    return Result(statement, message + ".", steps=steps, maintenance_seconds=seconds)
 
 
 def create_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView) -> Result:
@@ -192,15 +195,13 @@ def create_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView)
 def _define_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView) -> Result:
     """Define a new view (a ViewDF, or a query translated into ViewDFs) and compute its parts."""
     if isinstance(statement, st.CreateViewDF):
-        steps = _publish(engine, [(statement, {})])
+        backfill = _publish(engine, [(statement, {})])
         definition = engine.catalog.get(statement.name.text)
         assert definition is not None      # just published
-        return _created(engine, statement, definition.name, f"PARTITION LENGTH {definition.partition_length}",
-                             steps)
+        return _created(statement, definition.name, f"PARTITION LENGTH {definition.partition_length}", backfill)
     _check_new_name(engine, statement, statement.name)
     plan = plan_query_view(statement, engine.catalog, engine.spark, engine.maintainer.definer)
-    steps = _publish(engine, plan.statements(engine.catalog))
-    return _created(engine, statement, statement.name.text, plan.description, steps)
+    return _created(statement, statement.name.text, plan.description, _publish(engine, plan.statements(engine.catalog)))
 
 
 def _replace_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryView, old: ObjectDef) -> Result:
@@ -223,16 +224,19 @@ def _replace_view(engine: Engine, statement: st.CreateViewDF | st.CreateQueryVie
             again = parse(reader.origin or reader.definition)[0]
             assert isinstance(again, (st.CreateViewDF, st.CreateQueryView))
             try:
-                result.steps += _define_view(engine, again).steps
+                recomputed = _define_view(engine, again)
             except ViewDFError as error:
                 raise statement.fragment.error(f"{reader.name}, which reads {old.name}, cannot be defined over "
                                                f"the new {old.name}: {error.message}; nothing was replaced",
                                                name.start, name.end) from None
+            result.steps += recomputed.steps
+            if recomputed.maintenance_seconds is not None:
+                result.maintenance_seconds = (result.maintenance_seconds or 0.0) + recomputed.maintenance_seconds
     assert result.message is not None      # _define_view's results always have one
     message = "Replaced" + result.message.removeprefix("Created")
     if readers:
         message = message.rstrip(".") + f"; recomputed {', '.join(d.name for d in readers)} (CASCADE)."
-    return Result(statement, message, steps=result.steps)
+    return Result(statement, message, steps=result.steps, maintenance_seconds=result.maintenance_seconds)
 
 
 def drop(engine: Engine, statement: st.Drop) -> Result:

@@ -153,8 +153,7 @@ def verify(engine: Engine, statement: st.Verify) -> Result:
     tolerance = DEFAULT_TOLERANCE if statement.tolerance is None else statement.tolerance
     rows = []
     state = engine.catalog.state(definition.name)
-    for subscript in sorted(state.parts):
-        found = engine.verify_part(definition, subscript, tolerance).comparison
+    for subscript, found in sorted(engine.verify_parts(definition, sorted(state.parts), tolerance).items()):
         rows.append({"part": subscript, "part_timestamp": format_part(subscript, definition.length),
                      "stored_rows": state.parts[subscript].rows, "missing_rows": found.missing,
                      "extra_rows": found.extra, "max_difference": found.max_difference, "equal": found.equal})

@@ -77,7 +77,7 @@ class _Cursor:
         if token is None:
             return self.fragment.error(f"{message} at the end of the statement", self.fragment.end)
         found = f"'{token.text}'" if token.token_type != TokenType.STRING else f"'{token.text}' (a string)"
-        return self.fragment.error(f"{message}, found {found}{_suggestion(token, choices)}",
+        return self.fragment.error(f"{message}, found {found}{suggestion(token, choices)}",
                                    token.start, token.end + 1)
 
     def name(self, what: str = "a name") -> Name:
@@ -160,7 +160,7 @@ class _Cursor:
         raise self.error(f"unclosed '(' in {what}", open_token)
 
 
-def _suggestion(token: Token, choices: Iterable[str]) -> str:
+def suggestion(token: Token, choices: Iterable[str]) -> str:
     """``; did you mean CREATE?`` when ``token`` is a word close to one of ``choices``."""
     if token.token_type in _QUOTED or not token.text.isidentifier():
         return ""
@@ -315,7 +315,7 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
     cursor.expect("AS")
     if not cursor.at("INITIALIZE"):
         first = cursor.peek()
-        if first is not None and first.text.upper() not in QUERY_STARTS and _suggestion(first, ("INITIALIZE",)):
+        if first is not None and first.text.upper() not in QUERY_STARTS and suggestion(first, ("INITIALIZE",)):
             raise cursor.error("expected INITIALIZE or a query", choices=("INITIALIZE",))
         return CreateQueryView(cursor.fragment, name, cursor.rest(), creation)
     clauses: dict[str, DeltaQuery] = {}
@@ -420,7 +420,7 @@ def _clause_end(cursor: _Cursor) -> int:
             depth -= 1
         elif depth == 0 and token.token_type not in _QUOTED:
             heads = ("UPDATE", "RECOMPUTE", "INITIALIZE", "RANGE")   # a misspelt head also ends it, to be reported
-            if (token.text.upper() in heads or _suggestion(token, heads)) and \
+            if (token.text.upper() in heads or suggestion(token, heads)) and \
                     index + 2 < len(tokens) and tokens[index + 2].token_type == TokenType.L_BRACKET:
                 return index
             if any(cursor.at(*words, index=index) for words in _CLAUSE_HEADS) or _declaration_at(cursor, index):
@@ -475,8 +475,11 @@ def _load(cursor: _Cursor) -> Load:
     target = cursor.name("a stream or table name")
     fmt = None
     options: dict[str, str] = {}
+    force = False
     while cursor.peek() is not None:
-        if cursor.accept("FORMAT"):
+        if cursor.accept("FORCE"):
+            force = True
+        elif cursor.accept("FORMAT"):
             fmt = cursor.name("a format (csv, parquet, json)").text.lower()
         elif cursor.accept("OPTIONS") or cursor.accept("WITH"):
             cursor.expect("(")
@@ -492,8 +495,8 @@ def _load(cursor: _Cursor) -> Load:
                     break
             cursor.expect(")")
         else:
-            raise cursor.error("expected FORMAT or OPTIONS")
-    return Load(cursor.fragment, path, path_at, target, fmt, options)
+            raise cursor.error("expected FORMAT, OPTIONS or FORCE")
+    return Load(cursor.fragment, path, path_at, target, fmt, options, force)
 
 
 def _show(cursor: _Cursor) -> Show:

@@ -242,6 +242,27 @@ def parse_query(rewritten: RewrittenText, dialect: str | type[ViewDFSpark] = Vie
     return trees[0]
 
 
+def written_span(rewritten: RewrittenText, node: exp.Expr) -> tuple[int, int | None] | None:
+    """Where ``node``, of a tree parsed from ``rewritten``, is written in the user's text (start, end), or None
+    when sqlglot recorded no position under it."""
+    spans = [(item.meta["start"], item.meta.get("end")) for item in node.walk()
+             if isinstance(item, exp.Expression) and "start" in item.meta]
+    if not spans:
+        return None
+    start = rewritten.source_position(min(s for s, _ in spans))
+    ends = [e for _, e in spans if e is not None]
+    end = rewritten.source_position(max(ends)) + 1 if ends else None
+    return start, end if end is None or end > start else None
+
+
+def values_rows(rewritten: RewrittenText) -> list[list[exp.Expr]] | None:
+    """The values of a query that is a VALUES list, row by row, or None for other queries."""
+    tree = parse_query(rewritten)
+    if not isinstance(tree, exp.Values):
+        return None
+    return [list(row.expressions) if isinstance(row, exp.Tuple) else [row] for row in tree.expressions]
+
+
 def _deepest(text: str) -> int | None:
     """Offset of the first opening parenthesis or bracket at the deepest nesting of ``text``."""
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from dataclasses import dataclass, field
 
 from .source import Fragment
@@ -106,6 +107,15 @@ class DeltaQuery:
     guard: UniqueGuard | None = None     # UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS: the update for such parts
 
 
+class ClauseKind(str, Enum):
+    """Which clause of a ViewDF computed a view part (the catalog records the value as a part's ``how``)."""
+
+    INITIALIZE = "initialize"
+    UPDATE = "update"
+    UPDATE_WHEN_UNIQUE = "update when unique"
+    RECOMPUTE = "recompute"
+
+
 @dataclass(frozen=True)
 class CreateViewDF(Statement):
     """A hand-written View Delta Function."""
@@ -123,6 +133,11 @@ class CreateViewDF(Statement):
     unchanged_when: Fragment | None = None   # UNCHANGED WHEN X[j] IS EMPTY [AND ...]: part j holds part j-1's rows
     empty_when: Fragment | None = None       # EMPTY WHEN X[j] IS EMPTY [AND ...]: part j has no rows
     unique_update: DeltaQuery | None = None  # UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS ...: used where it holds
+
+    def clause_for(self, kind: ClauseKind) -> DeltaQuery | None:
+        """The clause that computes parts of ``kind``."""
+        return {ClauseKind.INITIALIZE: self.initialize, ClauseKind.UPDATE: self.update,
+                ClauseKind.UPDATE_WHEN_UNIQUE: self.unique_update, ClauseKind.RECOMPUTE: self.recompute}[kind]
 
 
 @dataclass(frozen=True)
@@ -148,6 +163,7 @@ class Load(Statement):
     target: Name
     format: str | None
     options: dict[str, str] = field(default_factory=dict)
+    force: bool = False           # load files taken before again
 
 
 @dataclass(frozen=True)

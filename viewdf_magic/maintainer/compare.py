@@ -13,8 +13,10 @@ DOUBLE inside an array or struct too), must be equal, NULL-safely. Everything ru
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass
 from functools import reduce
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -54,16 +56,28 @@ def compare_rows(actual: DataFrame, expected: DataFrame, tolerance: float = DEFA
     within a cluster the n-th row of one side is paired with the n-th of the other, and a pair matches
     when every float matches.
     """
-    if not 0 <= tolerance < math.inf:
-        raise ValueError(f"the tolerance must be a finite number, 0 or more, not {tolerance!r}")
-    if len(actual.columns) != len(expected.columns):
-        raise ValueError(f"cannot compare {len(actual.columns)} columns with {len(expected.columns)}")
+    _check(actual, expected, tolerance)
+    one = "__vdf_all"
+    return compare_parts(actual.withColumn(one, F.lit(0)), expected.withColumn(one, F.lit(0)), one, tolerance)[0]
+
+
+def compare_parts(actual: DataFrame, expected: DataFrame, part: str, tolerance: float = DEFAULT_TOLERANCE
+                  ) -> defaultdict[Any, Comparison]:
+    """``compare_rows`` for each value of column ``part`` (of both frames, compared exactly) at once, in a
+    constant number of Spark jobs; a part missing from the result compares equal."""
+    _check(actual, expected, tolerance)
     names = [f"c{k}" for k in range(len(actual.columns))]
+    key = names[actual.columns.index(part)]
     actual, expected = actual.toDF(*names), expected.toDF(*names)
     extra, missing = actual.exceptAll(expected), expected.exceptAll(actual)
     floats = [n for n, f in zip(names, actual.schema.fields) if isinstance(f.dataType, (FloatType, DoubleType))]
     if not floats or tolerance == 0:
-        return Comparison(missing.count(), extra.count())
+        found: defaultdict[Any, Comparison] = defaultdict(lambda: Comparison(0, 0))
+        sides = extra.select(key, F.lit("a").alias("side")).unionByName(missing.select(key, F.lit("e").alias("side")))
+        for row in sides.groupBy(key).agg(F.count(F.when(F.col("side") == "e", 1)).alias("missing"),
+                                          F.count(F.when(F.col("side") == "a", 1)).alias("extra")).collect():
+            found[row[key]] = Comparison(row["missing"], row["extra"])
+        return found
     exact = [n for n in names if n not in floats]
     rest = extra.withColumn("side", F.lit("a")).unionByName(missing.withColumn("side", F.lit("e")))
     in_order = Window.partitionBy(*exact).orderBy(*(F.col(n).asc_nulls_first() for n in floats), "side")
@@ -81,11 +95,21 @@ def compare_rows(actual: DataFrame, expected: DataFrame, tolerance: float = DEFA
     differences = [_difference(F.col("a_" + n), F.col("e_" + n)) for n in floats]
     paired = F.col("a_side").isNotNull() & F.col("e_side").isNotNull()
     matched = paired & reduce(Column.__and__, [d <= tolerance for d in differences])
-    counts = pairs.agg(F.count(F.when(~matched, F.col("e_side"))).alias("missing"),
-                       F.count(F.when(~matched, F.col("a_side"))).alias("extra"),
-                       F.max(F.when(matched, _largest(differences))).alias("largest")).first()
-    assert counts is not None      # a global aggregate has one row
-    return Comparison(counts["missing"], counts["extra"], 0.0 if counts["largest"] is None else counts["largest"])
+    counts = pairs.groupBy(F.coalesce(F.col("a_" + key), F.col("e_" + key)).alias(key)).agg(
+        F.count(F.when(~matched, F.col("e_side"))).alias("missing"),
+        F.count(F.when(~matched, F.col("a_side"))).alias("extra"),
+        F.max(F.when(matched, _largest(differences))).alias("largest"))
+    compared: defaultdict[Any, Comparison] = defaultdict(lambda: Comparison(0, 0, 0.0))
+    for row in counts.collect():
+        compared[row[key]] = Comparison(row["missing"], row["extra"], 0.0 if row["largest"] is None else row["largest"])
+    return compared
+
+
+def _check(actual: DataFrame, expected: DataFrame, tolerance: float) -> None:
+    if not 0 <= tolerance < math.inf:
+        raise ValueError(f"the tolerance must be a finite number, 0 or more, not {tolerance!r}")
+    if len(actual.columns) != len(expected.columns):
+        raise ValueError(f"cannot compare {len(actual.columns)} columns with {len(expected.columns)}")
 
 
 def _largest(columns: list[Column]) -> Column:

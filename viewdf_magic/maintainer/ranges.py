@@ -23,8 +23,9 @@ content hash and lineage, so reading, lineage, VERIFY, retention and repair see 
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -107,6 +108,13 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
             return RangePlan(reason=f"its UPDATE reads its own earlier parts ({', '.join(own)}), "
                                     f"so each part waits for the one before")
         query, how = view.recompute, "recompute"
+    return plan_query(view, query, how, catalog)
+
+
+def plan_query(view: CompiledView, query: CompiledQuery, how: str, catalog: Catalog) -> RangePlan:
+    """The range plan that computes runs of ``view``'s parts with ``query`` (its clause ``how``; a RANGE
+    clause as written, any other lifted), or why it cannot."""
+    definition = view.definition
     offsets: dict[str, tuple[int, int]] = {}
     for binding in query.bindings:
         if binding.kind is RefKind.TABLE:
@@ -170,6 +178,15 @@ class RangeRunner:
             ) -> tuple[str, dict[int, dict[str | None, Counted]]]:
         """Write parts ``first .. last`` (and the ``fusions``' parts, as struct columns); returns the folder
         and what each part with rows holds (``PartStore.write_range``)."""
+        with self.frame(definition, plan, first, last) as frame:
+            frame, embedded = embed(list(fusions), self.runner, frame)
+            return self.store.write_range(definition, frame, embedded)
+
+    @contextmanager
+    def frame(self, definition: ObjectDef, plan: RangePlan, first: int, last: int) -> Iterator[DataFrame]:
+        """Parts ``first .. last`` computed by ``plan``: the view's columns, each row's part in ``__part`` and
+        PART_TIMESTAMP; usable inside the block (its inputs are named there). Spark's errors, there too, raise
+        RangeFailed."""
         assert plan.query is not None and plan.sql is not None
         frames = {}
         for binding in plan.query.bindings:
@@ -192,8 +209,7 @@ class RangeRunner:
                                         carried=PART_COLUMN)
                 columns = ", ".join(f"_c{k}" for k in range(len(output.columns)))
                 frame = self.store.stamp_run(definition, sql(f"{prefix}{text}\n) AS __vdf_output({columns})"))
-                frame, embedded = embed(list(fusions), self.runner, frame)
-                return self.store.write_range(definition, frame, embedded)
+                yield frame
         except SPARK_ERRORS as exc:
             raise RangeFailed(str(exc)) from None
 

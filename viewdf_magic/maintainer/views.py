@@ -15,12 +15,12 @@ from ..catalog.model import CATALOG_VIEW, PART_TIMESTAMP, ObjectDef
 from ..language.parser import parse
 from ..language.queries import CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query, compile_references
 from ..language.source import Fragment
-from ..language.statements import CreateViewDF, DeltaQuery
+from ..language.statements import ClauseKind, CreateViewDF, DeltaQuery
 from .execute import QueryRunner
 from ..storage.spark_errors import spark_error
 from .timeline import ResolvedRef, Timeline
 
-UNIQUE_UPDATE = "update when unique"   # the clause name of a part computed by UPDATE .. WHEN .. IS UNIQUE
+UNIQUE_UPDATE = ClauseKind.UPDATE_WHEN_UNIQUE.value   # a part computed by UPDATE .. WHEN .. IS UNIQUE
 
 
 def same_clause(how: str, other: str) -> bool:

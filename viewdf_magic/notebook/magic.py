@@ -7,13 +7,13 @@ import re
 import shlex
 import sys
 from collections import OrderedDict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 import pandas as pd
 import pyarrow as pa
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import MagicHelpFormatter, argument, magic_arguments, parse_argstring
 from IPython.display import display
 from pyspark.sql import DataFrame, SparkSession
 from traitlets import Bool, Int, TraitError, Unicode, observe, validate
@@ -65,9 +65,12 @@ class StatementFailed(ViewDFError):
         return error_text(self, self.color).splitlines()
 
 
-def failed(error: ViewDFError, color: bool) -> StatementFailed:
-    """``error`` as a StatementFailed (in red when ``color``)."""
-    shown = StatementFailed(error.message, text=error.text, position=error.position, end=error.end)
+def failed(error: ViewDFError, color: bool, cell: str | None = None) -> StatementFailed:
+    """``error`` as a StatementFailed (in red when ``color``). An error in ``cell`` (a ``%%viewdf`` cell's body)
+    numbers its lines as the editor does: the ``%%viewdf`` line is line 1."""
+    first_line = 2 if cell is not None and error.text == cell else error.first_line
+    shown = StatementFailed(error.message, text=error.text, position=error.position, end=error.end,
+                            first_line=first_line)
     shown.color = color
     return shown
 
@@ -114,7 +117,8 @@ class ViewDF(Magics):
     @argument("--warehouse", metavar="PATH",
               help="Open (or reuse) the warehouse at PATH and make it the current one.")
     @argument("-o", "--out", metavar="VAR",
-              help="Store the last rows produced as a Spark DataFrame in the variable VAR.")
+              help="Store the last rows produced in the variable VAR: a Spark DataFrame, or pandas with "
+                   "%%config ViewDF.autopandas = True.")
     @argument("--explain", action="store_true", help="Also show Spark's logical and physical plans of queries, "
                                                       "and EXPLAIN VIEW of each view the cell creates.")
     def viewdf(self, line: str, cell: str | None = None) -> object:
@@ -159,10 +163,10 @@ class ViewDF(Magics):
                 return None
             return self._returned_value(final_query)      # its rows are fetched here, so errors fail the cell
         except ViewDFError as error:
-            raise self._failed(error) from None
+            raise self._failed(error, cell) from None
 
-    def _failed(self, error: ViewDFError) -> StatementFailed:
-        return failed(error, color=self.shell.colors.lower() != "nocolor")
+    def _failed(self, error: ViewDFError, cell: str | None = None) -> StatementFailed:
+        return failed(error, self.shell.colors.lower() != "nocolor", cell)
 
     def _widget(self, path: str | None, text: str) -> Replay | LineageViewer | None:
         """``replay STREAM --from SOURCE ...`` or ``lineage [VIEW]`` on the chosen warehouse."""
@@ -291,8 +295,18 @@ class ViewDF(Magics):
         self.shell.user_ns[name] = frame
 
 
+class HelpFormatter(MagicHelpFormatter):
+    """IPython's formatter of magic help with argparse's ``usage:``; IPython's starts the usage with reST's
+    ``::`` (for the docstring ``%viewdf?`` shows), which ``--help`` would print as it is."""
+
+    def add_usage(self, usage: str | None, actions: Iterable[argparse.Action],
+                  groups: Iterable[argparse._MutuallyExclusiveGroup], prefix: str | None = "usage: %") -> None:
+        super().add_usage(usage, actions, groups, prefix)
+
+
 # @magic_arguments gives the magic its argument parser, as .parser (IPython's types do not say so)
 ViewDF.viewdf.parser.allow_abbrev = False  # type: ignore[union-attr]  # --warehous is a typo, not --warehouse
+ViewDF.viewdf.parser.formatter_class = HelpFormatter  # type: ignore[union-attr]  # for --help
 
 
 def shortcut(text: str) -> str:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from ..language.queries import parse_query
+from ..language.queries import parse_query, written_span
 from ..language.source import Fragment, Replacement, RewrittenText
 from ..language.statements import Name
 from ..language.tokens import IDENTIFIER_TYPES, fragment_tokens, quote_name
@@ -70,14 +70,7 @@ class MatchQuery:
 
     def position(self, node: exp.Expr) -> tuple[int, int | None]:
         """Where ``node`` (a piece of the clause) is written in the user's text."""
-        spans = [(item.meta["start"], item.meta.get("end")) for item in node.walk()
-                 if isinstance(item, exp.Expression) and "start" in item.meta]
-        if not spans:
-            return self.source.start, None
-        start = self.rewritten.source_position(min(s for s, _ in spans))
-        ends = [e for _, e in spans if e is not None]
-        end = self.rewritten.source_position(max(ends)) + 1 if ends else None
-        return start, end if end is None or end > start else None
+        return written_span(self.rewritten, node) or (self.source.start, None)
 
     def error(self, message: str, node: exp.Expr):
         start, end = self.position(node)

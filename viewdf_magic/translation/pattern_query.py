@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from sqlglot import exp
 from sqlglot.tokens import Token, TokenType
 
-from ..language.queries import parse_query
+from ..language.queries import parse_query, written_span
 from ..language.source import Fragment, Replacement, RewrittenText
 from ..language.statements import Name
 from ..language.tokens import IDENTIFIER_TYPES, fragment_tokens
@@ -222,15 +222,7 @@ class PatternQuery:
 
     def position(self, node: exp.Expr, rewritten: RewrittenText | None = None) -> tuple[int, int | None]:
         """Where ``node`` is written in the user's text (start, end)."""
-        rewritten = rewritten or self.rewritten
-        spans = [(item.meta["start"], item.meta.get("end")) for item in node.walk()
-                 if isinstance(item, exp.Expression) and "start" in item.meta]
-        if not spans:
-            return self.fragment.start, None
-        start = rewritten.source_position(min(s for s, _ in spans))
-        ends = [e for _, e in spans if e is not None]
-        end = rewritten.source_position(max(ends)) + 1 if ends else None
-        return start, end if end is None or end > start else None
+        return written_span(rewritten or self.rewritten, node) or (self.fragment.start, None)
 
     def error(self, message: str, node: exp.Expr, rewritten: RewrittenText | None = None):
         start, end = self.position(node, rewritten)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
+from ..language.parser import suggestion
 from ..language.queries import parse_query
 from ..language.source import Fragment, Replacement, RewrittenText
 from ..language.statements import Name
@@ -74,6 +75,9 @@ def _duration(query: Fragment, tokens, at: int, what: str) -> tuple[int, tuple[i
         value *= UNIT_SECONDS[unit.text.upper()]
         span = (span[0], unit.end + 1)
         at += 1
+    elif unit is not None and (hint := suggestion(unit, UNIT_SECONDS)):
+        raise query.error(f"expected a unit after the {what} length, found '{unit.text}'{hint}", unit.start,
+                          unit.end + 1)
     if value <= 0:
         raise query.error(f"the {what} length must be positive", *span)
     return value, span, at

@@ -1,0 +1,91 @@
+"""The files a LOAD path names, fingerprinted, and which of them a stream or table has taken before.
+
+A path names one file, or a folder whose visible files (recursively; names starting with ``_`` or ``.``
+are hidden, as Spark's file sources hide them) are loaded. Each file is fingerprinted by its size,
+modification time and SHA-256 of its content, read through pyarrow's file systems (local paths, and
+the URIs pyarrow knows). The catalog keeps the fingerprints of the files a LOAD took, published in the
+same log entry as their rows (``catalog.actions.Loaded``), so a LOAD run again takes only files it
+has not taken: a re-run cell never loads the same rows twice, and a landing folder that keeps
+receiving files is loaded file by file, as Auto Loader and Spark's file source do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import pyarrow.fs as pafs
+
+from ..catalog.filesystem import qualify
+from ..catalog.model import LoadedFile
+
+CHUNK = 1 << 20
+
+
+class UnreadablePath(OSError):
+    """The path cannot be listed or read from this process."""
+
+
+def _visible(relative: str) -> bool:
+    return not any(part.startswith(("_", ".")) for part in relative.split("/") if part)
+
+
+def _uri(filesystem: pafs.FileSystem, path: str) -> str:
+    return "file:" + path if isinstance(filesystem, pafs.LocalFileSystem) else filesystem.type_name + "://" + path
+
+
+def fingerprint(path: str) -> list[LoadedFile]:
+    """The files ``path`` names (one file, or a folder's visible files in path order), fingerprinted."""
+    try:
+        filesystem, root = pafs.FileSystem.from_uri(qualify(path))
+        info = filesystem.get_file_info(root)
+        if info.type == pafs.FileType.NotFound:
+            raise UnreadablePath(f"'{path}' does not exist")
+        if info.type == pafs.FileType.Directory:
+            listed = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
+            infos = sorted((i for i in listed if i.type == pafs.FileType.File
+                            and _visible(i.path[len(root):])), key=lambda i: i.path)
+        else:
+            infos = [info]
+        return [LoadedFile(_uri(filesystem, i.path), i.size, i.mtime.timestamp() if i.mtime else 0.0,
+                           _sha256(filesystem, i.path)) for i in infos]
+    except UnreadablePath:
+        raise
+    except (OSError, ValueError, TypeError) as exc:      # pyarrow's errors for unknown schemes and I/O
+        raise UnreadablePath(f"cannot list or read '{path}' from this process: {exc}") from None
+
+
+def _sha256(filesystem: pafs.FileSystem, path: str) -> str:
+    digest = hashlib.sha256()
+    with filesystem.open_input_stream(path) as stream:
+        while True:
+            chunk = stream.read(CHUNK)
+            if not chunk:
+                return digest.hexdigest()
+            digest.update(chunk)
+
+
+@dataclass
+class Taken:
+    """The files of a LOAD path sorted by what the object's record says of them."""
+
+    new: list[LoadedFile] = field(default_factory=list)
+    loaded: list[tuple[LoadedFile, LoadedFile]] = field(default_factory=list)    # (file, its record)
+    changed: list[tuple[LoadedFile, LoadedFile]] = field(default_factory=list)   # a recorded path, new content
+
+
+def sort_files(files: list[LoadedFile], record: dict[str, LoadedFile]) -> Taken:
+    """Which of ``files`` were taken before (the same content, at this path or another), which are at a
+    recorded path with other content (changed since), and which are new."""
+    by_hash = {f.sha256: f for f in record.values()}
+    taken = Taken()
+    for file in files:
+        same = by_hash.get(file.sha256)
+        before = record.get(file.path)
+        if same is not None:
+            taken.loaded.append((file, same))
+        elif before is not None:
+            taken.changed.append((file, before))
+        else:
+            taken.new.append(file)
+    return taken
