@@ -5,6 +5,9 @@ and checks that the replay widget's controls, its live status and the timing plo
 go to test-artifacts/. It uses Debian's chromium (``apt-get install chromium``; ``./run test`` installs
 it where it can) and never downloads a browser. When there is no browser to start, only this test is
 skipped, with the reason.
+
+A second, quick test renders a window view's EXPLAIN VIEW (its notebook HTML) in the same Chromium, without
+JupyterLab, and screenshots it (test-artifacts/window-explain.png).
 """
 
 from __future__ import annotations
@@ -161,8 +164,12 @@ def _launch(playwright):  # type: ignore[no-untyped-def]
 
 
 def _copy_notebook(root: Path) -> str:
-    """The quickstart without outputs, in the server's root; its path relative to the root."""
+    """The quickstart without outputs, in the server's root; its path relative to the root. It ends before
+    the section that loads a day of history into a second warehouse: that section shows no widget of its
+    own, and tests/test_notebooks.py runs the whole notebook and checks its results."""
     notebook = nbformat.read(NOTEBOOK, as_version=4)
+    day = next(k for k, cell in enumerate(notebook.cells) if "viewdf-quickstart-day-" in cell.source)
+    notebook.cells = notebook.cells[:day - 1 if notebook.cells[day - 1].cell_type == "markdown" else day]
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -267,3 +274,49 @@ def _check_widgets(page, timeout_error) -> None:  # type: ignore[no-untyped-def]
     buttons["Play"].scroll_into_view_if_needed()
     page.screenshot(path=str(ARTIFACTS / "01-quickstart-replay.png"))
     plot.screenshot(path=str(ARTIFACTS / "01-quickstart-timing-plot.png"))
+
+
+WINDOW_EXPLAIN = ARTIFACTS / "window-explain.png"
+
+
+def test_window_explain_in_chromium(warehouse):
+    """A window view's EXPLAIN as a notebook shows it (its HTML in Chromium): the helper chain drawn, the
+    strategy and parts-read tables under it, and the index formulas, ViewDFs and plans folded below;
+    a screenshot of the page."""
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e '.[test]')")
+    from viewdf_magic.notebook.render import ResultView
+
+    warehouse.execute("CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) TIMESTAMP ts "
+                      "PARTITION LENGTH 60;"
+                      "CREATE VIEW Loss60 AS SELECT src, sum(loss) AS total, max(loss) AS worst "
+                      "FROM M [WINDOW 60 MINUTES SLIDE 30 MINUTES] GROUP BY src; SET MAINTENANCE MANUAL;"
+                      "INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:00:10', 'a', 'b', 4)")
+    [explained] = warehouse.run("EXPLAIN VIEW Loss60")
+    page_html = f"<html><body>{ResultView.of(explained, 20, '')._repr_html_()}</body></html>"
+    ARTIFACTS.mkdir(exist_ok=True)
+    with sync_api.sync_playwright() as playwright:
+        browser = _launch(playwright)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.set_content(page_html)
+            page.screenshot(path=str(WINDOW_EXPLAIN), full_page=True)
+            figure = page.locator(".viewdf-figure svg")
+            assert figure.is_visible() and figure.bounding_box()["width"] > 300
+            titles = page.locator("strong").all_inner_texts()
+            assert titles == ["Strategy per aggregate", "Parts the next step of each view reads"]
+            tables = page.locator("table.viewdf")
+            assert tables.nth(0).bounding_box()["y"] > figure.bounding_box()["y"]
+            assert "Loss60__sum[2015-01-01 10:00:00], Loss60__chunks[2015-01-01 10:29:00]" in \
+                tables.nth(1).inner_text()
+            sections = page.locator("details.viewdf-section")
+            assert sections.count() == 7           # the formulas, 4 ViewDFs, Loss60's query and plans
+            assert not any(sections.nth(k).evaluate("e => e.open") for k in range(7))
+            assert sections.first.locator("summary").inner_text() == \
+                "Index formulas: the parts each view reads, per subscript"
+            # everything shown open, the formulas folded: it fits a screen, where the text alone ran 1,620 px
+            assert sections.first.bounding_box()["y"] < 900, sections.first.bounding_box()
+            assert "j*30" not in page.locator("pre").first.inner_text()
+            sections.first.locator("summary").click()
+            assert "Loss60__chunks[j*30+29] (prefix)" in sections.first.locator("pre").inner_text()
+        finally:
+            browser.close()

@@ -11,8 +11,10 @@ import pytest
 
 from oracles import rows, rows_by_part
 from test_errors import fails
+from viewdf_magic.engine.window_views import replan_window
 from viewdf_magic.language.source import Fragment
 from viewdf_magic.language.subscripts import parse_subscript
+from viewdf_magic.translation.window_diagram import chain_edges, own_svg
 from viewdf_magic.translation.window_plan import chunk_length, chunk_previous, extreme_cover, suffix_source
 from window_oracle import aggregate, close, window_parts
 
@@ -28,6 +30,12 @@ def frame(points: list[tuple]) -> pd.DataFrame:
 
 def stored(wh, view: str, columns: list[str]) -> dict:
     return rows_by_part(wh.execute(f"SELECT * FROM {view}"), columns)
+
+
+def formulas(explained) -> str:
+    """A window view's EXPLAIN section of index formulas (the translation's notes, reads per subscript)."""
+    [text] = [text for title, text in explained.sections if title.startswith("Index formulas")]
+    return text
 
 
 def verified(wh, view: str) -> None:
@@ -146,8 +154,8 @@ def test_mixed_view_recomputes_only_its_holistic_columns_over_the_window(warehou
                    "Columns recomputed over the window (3 part(s) of M) at every step: nd, med.",
                    "COUNT(DISTINCT dest): holistic -> recomputed over the window's parts M[j-2 .. j]",
                    "SUM(loss): subtractable", "MAX(loss): distributive", "M[j-2 .. j] = all 3 window part(s)"):
-        assert phrase in explain.detail, phrase
-    assert "NOT maintained incrementally" not in explain.detail
+        assert phrase in formulas(explain), phrase
+    assert "NOT maintained incrementally" not in formulas(explain)
     newest = warehouse.parts("Mix")["lineage"].iloc[-1]
     assert "Mix__sum[23668444]" in newest and "M[23668442 .. 23668444]" in newest
 
@@ -159,7 +167,7 @@ def test_tumbling_window_has_no_state_and_says_so(warehouse):
     warehouse.ingest("M", data)
     [created, explain] = warehouse.run("CREATE VIEW T AS SELECT src, sum(loss) AS total, max(loss) AS peak "
                                        "FROM M [WINDOW 3 MINUTES SLIDE 3 MINUTES] GROUP BY src; EXPLAIN VIEW T")
-    assert "Tumbling window" in explain.detail and "no incremental state" in explain.detail
+    assert "Tumbling window" in formulas(explain) and "no incremental state" in formulas(explain)
     assert [d.name for d in warehouse.catalog.views()] == ["T"]
     got = stored(warehouse, "T", ["src", "total", "peak"])
     assert got == {T0: [("a", 3, 2)], T0 + pd.Timedelta(minutes=3): [("a", 12, 5)]}   # 10:06 is incomplete
@@ -202,7 +210,7 @@ def test_double_sums_are_refreshed_and_said_so(warehouse):
     [_, explain] = warehouse.run("CREATE VIEW DV AS SELECT k, sum(v) AS s, avg(v) AS a FROM D [WINDOW 3 MINUTES] "
                                  "GROUP BY k; EXPLAIN VIEW DV")
     assert "REFRESH EVERY 16 PARTS" in warehouse.catalog.get("DV__sum").definition   # max(16, 4 * 3 parts)
-    assert "drift" in explain.detail
+    assert "drift" in formulas(explain)
     # the sum helper's own notes (SHOW, lineage, EXPLAIN of the helper) say so too
     assert "recomputed from DV__pre every 16 parts (REFRESH EVERY)" in warehouse.catalog.get("DV__sum").notes
     got = stored(warehouse, "DV", ["s", "a"])
@@ -244,7 +252,7 @@ def test_decimal_sums_and_averages_are_exact(warehouse):
     warehouse.ingest("D", data)
     [_, explain] = warehouse.run("CREATE VIEW DV AS SELECT k, sum(v) AS s, avg(v) AS a, count(v) AS n FROM D "
                                  "[WINDOW 3 MINUTES] GROUP BY k; EXPLAIN VIEW DV")
-    assert "Sums are exact" in explain.detail and "REFRESH EVERY" not in warehouse.catalog.get("DV__sum").definition
+    assert "Sums are exact" in formulas(explain) and "REFRESH EVERY" not in warehouse.catalog.get("DV__sum").definition
     schema = {f.name: f.dataType.simpleString() for f in warehouse.catalog.get("DV").schema.fields}
     assert schema == {"k": "string", "s": "decimal(20,2)", "a": "decimal(14,6)", "n": "bigint"}
     expected = {stamp: rows(aggregate(window, ["k"], value="v", mean_scale=6), ["k", "total", "mean", "nn"])
@@ -267,10 +275,10 @@ def test_explain_lineage_and_parts_read_per_max_step(warehouse):
     [_, explain] = warehouse.run(f"CREATE VIEW P AS SELECT src, count(DISTINCT loss) AS nd, "
                                  f"percentile_approx(loss, 0.5) AS med FROM M [WINDOW {width} MINUTES] GROUP BY src;"
                                  f" EXPLAIN VIEW P")
-    assert "holistic" in explain.detail.lower() and "NOT maintained incrementally" in explain.detail
+    assert "holistic" in formulas(explain).lower() and "NOT maintained incrementally" in formulas(explain)
     warehouse.execute(f"CREATE VIEW Q AS SELECT src, max(loss) AS peak, min(loss) AS low, count(*) AS n "
                       f"FROM M [WINDOW {width} MINUTES] GROUP BY src")
-    detail = warehouse.run("EXPLAIN VIEW Q")[0].detail
+    detail = formulas(warehouse.run("EXPLAIN VIEW Q")[0])
     for phrase in ("subtractable", "distributive, not subtractable", "chunked prefix and suffix", "chunks of 10 parts",
                    "Q__chunks (PARTITION LENGTH 60)", "Q__chunks[j-1 .. j-1-(10-j%10)/10]", "Q__pre[j/10*20-1-j]",
                    "Parts read per step of Q", "Q__chunks[j-2*((j-19)%10)] (suffix)",
@@ -289,6 +297,66 @@ def test_explain_lineage_and_parts_read_per_max_step(warehouse):
         assert full[stamp] == rows(aggregate(window, ["src"]), ["src", "peak", "low", "n"])
     verified(warehouse, "Q")
     assert warehouse.catalog.get("Q__chunks").owner == "Q" and warehouse.catalog.get("Q").origin.startswith("CREATE")
+
+
+LOSS60 = ("CREATE VIEW Loss60 AS SELECT src, sum(loss) AS total, max(loss) AS worst "
+          "FROM M [WINDOW 60 MINUTES SLIDE 30 MINUTES] GROUP BY src")
+
+
+def test_explain_draws_the_chain_and_names_the_parts_each_next_step_reads(warehouse):
+    warehouse.execute(STREAM)
+    warehouse.execute(LOSS60)
+    before = warehouse.run("EXPLAIN VIEW Loss60")[0]
+    [(title, strategies)] = before.tables              # no part yet: no table of parts read
+    assert title == "Strategy per aggregate" and strategies.to_dict("records") == [
+        {"aggregate": "SUM(loss)", "strategy": "subtractable",
+         "why": "a window's value is the previous window's plus the new parts' minus the expired parts'",
+         "kept as": "running sums in Loss60__sum"},
+        {"aggregate": "MAX(loss)", "strategy": "distributive",
+         "why": "parts' values combine, but an expired part's value cannot be taken out",
+         "kept as": "prefix and suffix maxima/minima over chunks of 30 parts in Loss60__chunks"}]
+    assert before.detail == (
+        "Loss60 is a sliding window over M: WINDOW 1 HOUR = 60 parts, SLIDE 30 MINUTES = 30 parts of M, maintained "
+        "by the views drawn above (incremental).\n\n"
+        "No part is ready yet: M has no part. Once it has one, the first part of each view reads: Loss60__pre reads "
+        "M (its part); Loss60__chunks reads Loss60__pre (its part and one older); Loss60__sum reads Loss60__pre "
+        "(its 30 parts, the expired 30); Loss60 reads Loss60__sum (its part); Loss60 reads Loss60__chunks (suffix, "
+        "chunk, prefix); parts before M's first count as empty, so the first windows are partial.")
+    assert all(f">{name}<" in before.figure for name in ("M", "Loss60__pre", "Loss60__chunks", "Loss60__sum",
+                                                        "Loss60"))
+    assert "Loss60__chunks[j*30+29] (prefix)" in formulas(before)     # the index formulas, folded
+    assert [title for title, _ in before.sections] == ["Index formulas: the parts each view reads, per subscript"] \
+        + [f"ViewDF of {name}" for name in ("Loss60__pre", "Loss60__chunks", "Loss60__sum", "Loss60")]
+    plan = replan_window(warehouse.catalog.get("Loss60"), warehouse.catalog, warehouse.maintainer.definer)
+    assert [(e.source, e.target, e.label) for e in chain_edges(plan.translation)] == [
+        ("M", "Loss60__pre", "its part"), ("Loss60__pre", "Loss60__chunks", "its part and one older"),
+        ("Loss60__chunks", "Loss60__chunks", "the part before"),
+        ("Loss60__pre", "Loss60__sum", "its 30 parts, the expired 30"),
+        ("Loss60__sum", "Loss60__sum", "the part before"), ("Loss60__sum", "Loss60", "its part"),
+        ("Loss60__chunks", "Loss60", "suffix, chunk, prefix")]
+    drawn = own_svg(plan.translation)                   # the drawing without Graphviz
+    assert (drawn.count('class="node"'), drawn.count('class="edge"')) == (5, 7)
+
+    warehouse.ingest("M", frame([(0, "a", "b", 4), (1, "b", "c", 6)]))
+    after = warehouse.run("EXPLAIN VIEW Loss60")[0]
+    title, reads = after.tables[1]
+    # Loss60__chunks at 10:02 (the third part of its chunk): its part before, its part of __pre and the one its
+    # suffix adds (09:57), instead of the 3 parts its prefix and the 3 its suffix cover; the first running sums
+    # read the whole window; Loss60 reads the sums and both sides of Loss60__chunks[10:29]
+    assert title == "Parts the next step of each view reads" and reads.to_dict("records") == [
+        {"view": "Loss60__pre", "part": "2015-01-01 10:02:00", "reads": "M[2015-01-01 10:02:00]",
+         "parts read": 1, "instead of": 1},
+        {"view": "Loss60__chunks", "part": "2015-01-01 10:02:00",
+         "reads": "Loss60__chunks[2015-01-01 10:01:00], Loss60__pre[2015-01-01 10:02:00], "
+                  "Loss60__pre[2015-01-01 09:57:00]", "parts read": 3, "instead of": 6},
+        {"view": "Loss60__sum", "part": "2015-01-01 10:00:00",
+         "reads": "Loss60__pre[2015-01-01 09:30:00 .. 10:29:00]", "parts read": 60, "instead of": 60},
+        {"view": "Loss60", "part": "2015-01-01 10:00:00",
+         "reads": "Loss60__sum[2015-01-01 10:00:00], Loss60__chunks[2015-01-01 10:29:00]", "parts read": 2,
+         "instead of": 60}]
+    assert after.detail.endswith("A step of Loss60 reads 2 parts instead of the 60 parts of M that recomputing its "
+                                 "window reads; the table lists the next step of each view of the chain.")
+    assert "Next part: Loss60[788948] (2015-01-01 10:00:00), INITIALIZE, waiting." in after.detail
 
 
 def test_drop_cascades_to_helpers_and_helpers_cannot_be_dropped_alone(warehouse):

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Iterator, cast
 
+import pandas as pd
 from pyspark.sql.types import StructType
 
 from ..catalog.catalog import Catalog
@@ -17,7 +18,15 @@ from ..language.statements import CreateQueryView, CreateViewDF, DeltaQuery
 from ..maintainer.views import ViewDefiner
 from ..translation import (Column, WindowClause, WindowSource, WindowTranslation, analyze_window, find_window,
                            translate_window)
-from ..translation.window_plan import affine
+from ..translation.match_query import find_match_recognize
+from ..translation.pattern_query import find_pattern
+from ..translation.window_diagram import chain_edges
+from ..translation.window_plan import affine, chunk_length
+from ..maintainer.maintainer import Maintainer, PendingStep
+from ..maintainer.reports import named_spans
+from ..timeparts import format_part, part_start
+from ..wording import plural
+from .pattern_views import origin_query
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,10 @@ class WindowViewPlan:
             yield generated, fields
 
 
-def plan_window_view(statement: CreateQueryView, catalog: Catalog, definer: ViewDefiner) -> WindowViewPlan:
-    """Check a window query (positioned errors) and translate it."""
+def plan_window_view(statement: CreateQueryView, catalog: Catalog, definer: ViewDefiner,
+                     existing: ObjectDef | None = None) -> WindowViewPlan:
+    """Check a window query (positioned errors) and translate it. ``existing``: the view it defined, translated
+    again for EXPLAIN (its schema is the query's output, and its helpers exist)."""
     clause = find_window(statement.query)
     if clause is None:
         raise statement.fragment.error(
@@ -84,15 +95,62 @@ def plan_window_view(statement: CreateQueryView, catalog: Catalog, definer: View
         raise statement.fragment.error(f"SLIDE {slide} s is longer than the WINDOW {clause.width} s; a window "
                                        f"slides by at most its length", *clause.slide_at)
     query = analyze_window(statement.query, clause)
-    output = _probe(statement, clause, definer, clause.width // length, slide // length, slide)
+    output = existing.schema if existing is not None else \
+        _probe(statement, clause, definer, clause.width // length, slide // length, slide)
     translation = translate_window(statement.name.text, query, WindowSource(source.name, source.length),
                                    columns(output))
     plan = WindowViewPlan(statement, source, slide, translation)
-    for helper in plan.helpers:
+    for helper in plan.helpers if existing is None else ():
         if catalog.get(helper) is not None:
             raise statement.fragment.error(f"'{helper}' already exists; {statement.name.text} needs that name for "
                                            f"a helper view", statement.name.start, statement.name.end)
     return plan
+
+
+def replan_window(definition: ObjectDef, catalog: Catalog, definer: ViewDefiner) -> WindowViewPlan | None:
+    """The translation of a window view, rebuilt from its CREATE VIEW text (None for other views)."""
+    statement = origin_query(definition)
+    if statement is None or find_match_recognize(statement.query) is not None or find_pattern(statement.query) \
+            is not None or find_window(statement.query) is None:
+        return None
+    return plan_window_view(statement, catalog, definer, existing=definition)
+
+
+def explain_reads(plan: WindowViewPlan, catalog: Catalog, maintainer: Maintainer) -> tuple[str, pd.DataFrame | None]:
+    """EXPLAIN's account of the next step of each view of the chain: a sentence, and a table of the parts
+    each reads (as timestamps) against what recomputing its part would read; before any data, what the
+    first parts will read."""
+    translation, source = plan.translation, plan.source.name
+    steps = [maintainer.pending_step(cast(ObjectDef, catalog.get(view.name))) for view in translation.views()]
+    if any(step is None for step in steps):
+        reads = "; ".join(f"{edge.target} reads {edge.source} ({edge.label})" for edge in chain_edges(translation)
+                          if edge.source != edge.target)
+        return (f"No part is ready yet: {source} has no part. Once it has one, the first part of each view "
+                f"reads: {reads}; parts before {source}'s first count as empty, so the first windows are "
+                f"partial.", None)
+    rows = [_reads_row(translation, cast(PendingStep, step)) for step in steps]
+    final = rows[-1]
+    return (f"A step of {translation.name} reads {plural(final['parts read'], 'part')} instead of the "
+            f"{final['instead of']} parts of {source} that recomputing its window reads; the table lists the "
+            f"next step of each view of the chain.", pd.DataFrame(rows))
+
+
+def _reads_row(translation: WindowTranslation, step: PendingStep) -> dict:
+    """The parts one step reads (distinct, as timestamps) and the parts recomputing its part would read: the
+    window's W parts for the running sums and the final view, the prefix and suffix a chunks part covers."""
+    spans, parts = [], set()
+    for ref in step.refs:
+        if ref.first is None or ref.last is None or ref.first > ref.last:
+            continue        # an empty range reads nothing
+        name, length = ref.definition.name, ref.definition.length
+        span = named_spans([(name, part_start(ref.first, length)), (name, part_start(ref.last, length))])
+        spans += [span] if span not in spans else []
+        parts |= {(name, s) for s in ref.subscripts}
+    role = next(view.role for view in translation.views() if view.name == step.view.name)
+    instead = {"pre": 1, "chunks": 2 * (step.subscript % chunk_length(translation.width) + 1)}.get(
+        role, translation.width)
+    return {"view": step.view.name, "part": format_part(step.subscript, step.view.length),
+            "reads": ", ".join(spans), "parts read": len(parts), "instead of": instead}
 
 
 def _probe(statement: CreateQueryView, clause: WindowClause, definer: ViewDefiner, width: int, slide: int,

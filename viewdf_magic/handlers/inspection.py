@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import cast
 
 import pandas as pd
 
@@ -9,14 +10,16 @@ from ..catalog.model import ObjectDef
 from ..engine import catalog_tables
 from ..engine.match_views import replan_match
 from ..engine.pattern_views import explain_tables, replan
+from ..engine.window_views import WindowViewPlan, explain_reads, replan_window
 from ..translation.fsm_diagram import fsm_svg
+from ..translation.window_diagram import strategy_rows, window_svg
 from ..errors import ViewDFError
 from ..wording import plural
 from ..language import statements as st
 from ..maintainer.compare import DEFAULT_TOLERANCE
 from ..maintainer.execute import explain_text
 from ..maintainer.maintainer import PendingStep, resolved_sql
-from ..timeparts import format_part, to_utc
+from ..timeparts import format_duration, format_part, to_utc
 
 from ..engine.engine import Engine
 from ..engine.results import Result
@@ -55,9 +58,13 @@ def describe(engine: Engine, statement: st.Describe) -> Result:
 
 
 def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
-    """A summary first (a pattern's FSM, a window's strategies, what each next step reads), then
-    the ViewDFs, queries and Spark plans as sections that notebooks show folded."""
+    """A summary first (a pattern's FSM, a window's helper chain and strategies, what each next step reads),
+    then the ViewDFs, queries and Spark plans (and a window's index formulas) as sections that notebooks
+    show folded."""
     definition = engine.require(statement.name.text, ("view",), statement, statement.name)
+    window = replan_window(definition, engine.catalog, engine.maintainer.definer)
+    if window is not None:
+        return _explain_window(engine, statement, definition, window)
     summary: list[str] = []
     figure, tables, explained = None, [], [definition]
     plan = replan(definition, engine.catalog, engine.spark)
@@ -82,8 +89,7 @@ def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
     sections: list[tuple[str, str]] = []
     for view in explained:
         line, plans = _explain_steps(engine, view)
-        summary += [line, engine.maintainer.jobless_summary(view), engine.maintainer.fuser.describe(view)]
-        summary += [text for text in [_unique_summary(engine, view)] if text]
+        summary += [line, *_maintenance_summary(engine, view)]
         sections += [(f"ViewDF of {view.name}", catalog_tables.describe_text(view)), *plans]
     summary += [engine.maintainer.range_summary(view) for view in
                 [*explained, *(d for d in engine.catalog.views() if d.owner and d.owner.lower() == definition.key
@@ -93,6 +99,38 @@ def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
     return Result(statement, detail="\n\n".join(summary),
                   table=table[table["view"].isin([view.name for view in explained])].reset_index(drop=True),
                   figure=figure, tables=tables, sections=sections)
+
+
+def _maintenance_summary(engine: Engine, definition: ObjectDef) -> list[str]:
+    """EXPLAIN's sentences on a view's parts recorded without a Spark job, fused, or chosen by uniqueness."""
+    return [engine.maintainer.jobless_summary(definition), engine.maintainer.fuser.describe(definition),
+            *[text for text in [_unique_summary(engine, definition)] if text]]
+
+
+def _explain_window(engine: Engine, statement: st.ExplainView, definition: ObjectDef,
+                    plan: WindowViewPlan) -> Result:
+    """A window view's EXPLAIN: its helper chain drawn, each aggregate's strategy, the parts each view's next
+    step reads against recomputation; folded: the index formulas, then the ViewDFs, queries and plans."""
+    translation = plan.translation
+    views = [cast(ObjectDef, engine.catalog.get(view.name)) for view in translation.views()]
+    line, plans = _explain_steps(engine, definition)
+    reads, table = explain_reads(plan, engine.catalog, engine.maintainer)
+    source, length = plan.source, plan.source.length
+    summary = [f"{definition.name} is a sliding window over {source.name}: WINDOW "
+               f"{format_duration(translation.width * length)} = {plural(translation.width, 'part')}, SLIDE "
+               f"{format_duration(translation.slide * length)} = {plural(translation.slide, 'part')} of "
+               f"{source.name}, maintained by the views drawn above ({translation.mode})."]
+    summary += [line, reads] if table is not None else [reads]
+    formulas = [definition.notes or ""] + [text for view in views for text in
+                                           [*_maintenance_summary(engine, view), engine.maintainer.range_summary(view)]]
+    sections = [("Index formulas: the parts each view reads, per subscript", "\n\n".join(formulas))]
+    for view in views:
+        sections.append((f"ViewDF of {view.name}", catalog_tables.describe_text(view)))
+    tables = [("Strategy per aggregate", pd.DataFrame(strategy_rows(translation)))]
+    if table is not None:
+        tables.append(("Parts the next step of each view reads", table))
+    return Result(statement, detail="\n\n".join(summary), figure=window_svg(translation), tables=tables,
+                  sections=sections + plans)
 
 
 def _explain_steps(engine: Engine, definition: ObjectDef) -> tuple[str, list[tuple[str, str]]]:

@@ -64,11 +64,7 @@ def own_svg(fsm: PatternFSM) -> str:
 def svg_document(x: list[int], y: int, radius: int, height: int, names: list[str], edges: list[str]) -> str:
     """An SVG document of states in a row (state i named ``names[i]`` at ``(x[i], y)``; the last one accepts)
     over the drawn ``edges``, whose arrows are ``url(#arrow)``."""
-    width = x[-1] + radius + 40
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-             f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">',
-             '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
-             'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>', *edges]
+    parts = [svg_open(x[-1] + radius + 40, height), *edges]
     for index, name in enumerate(names):
         ring = (f'<circle cx="{x[index]}" cy="{y}" r="{radius - 4}" fill="none" stroke="black"/>'
                 if index == len(names) - 1 else "")
@@ -77,6 +73,14 @@ def svg_document(x: list[int], y: int, radius: int, height: int, names: list[str
                      f'<text x="{x[index]}" y="{y + 4}" text-anchor="middle">{html.escape(name)}</text></g>')
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def svg_open(width: int, height: int) -> str:
+    """The opening of our own SVG drawings: the ``<svg>`` element and the arrowhead ``url(#arrow)``."""
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'viewBox="0 0 {width} {height}" font-family="Helvetica, Arial, sans-serif" font-size="11">\n'
+            '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" markerHeight="7" '
+            'orient="auto-start-reverse"><path d="M 0 0 L 10 5 L 0 10 z"/></marker></defs>')
 
 
 def _edge(edge: Edge, x: list[int]) -> str:
