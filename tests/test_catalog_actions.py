@@ -9,11 +9,11 @@ import json
 import pytest
 from pyspark.sql.types import IntegerType, StructField, StructType, TimestampType
 
-from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropParts, InvalidAction, Options, Part,
-                                          Setting, TableData, Vacuumed, Verified, read_action)
+from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropParts, InvalidAction, Loaded, Options,
+                                          Part, Setting, TableData, Vacuumed, Verified, read_action)
 from viewdf_magic.catalog.catalog import LOG, Catalog
 from viewdf_magic.catalog.local_fs import LocalFileSystem
-from viewdf_magic.catalog.model import LineageRange, ObjectDef, ObjectState, PartMeta
+from viewdf_magic.catalog.model import LineageRange, LoadedFile, ObjectDef, ObjectState, PartMeta
 
 SCHEMA = StructType([StructField("ts", TimestampType()), StructField("x", IntegerType())]).json()
 STREAM = ObjectDef("stream", "S", "s0001", SCHEMA, "CREATE STREAM S ...", 1.0, 60, timestamp_column="ts")
@@ -29,7 +29,9 @@ EXAMPLES = [Create(STREAM), Drop("s", 5.0), Drop("s"), Part("v", meta(7, "data/v
             Part("v", meta(7, "data/v0001/b"), same_rows=True), Advance("s", 9, 4.0), Verified("v", 7),
             Options("s", {"lateness": 2}), Options("s", {"lateness": None, "retain": 5}), DropParts("v", 3, 6.0),
             DropParts("v", 3), Setting("maintenance", "manual"), Setting("maintenance", None),
-            Vacuumed(("data/a", "data/b")), TableData("t", ("data/t0001/x",), 12, 7.0)]
+            Vacuumed(("data/a", "data/b")), TableData("t", ("data/t0001/x",), 12, 7.0),
+            Loaded("s", (LoadedFile("file:/in/a.csv", 49, 3.5, "ab" * 32, 8.0),
+                         LoadedFile("file:/in/b.csv", 0, 3.0, "cd" * 32, 8.0)))]
 
 
 def test_every_kind_of_action_is_read_back_from_its_json_as_itself():
@@ -47,6 +49,9 @@ def test_the_log_format_is_unchanged():
     assert Options("s", {"retain": 5}).to_json() == {"op": "options", "name": "s", "retain": 5}
     assert Create(STREAM).to_json() == {"op": "create", "object": STREAM.to_json()}
     assert Vacuumed(("a",)).to_json() == {"op": "vacuumed", "folders": ["a"]}
+    assert Loaded("s", (LoadedFile("file:/a.csv", 4, 1.0, "ff", 2.0),)).to_json() == {
+        "op": "loaded", "name": "s",
+        "files": [{"path": "file:/a.csv", "size": 4, "modified": 1.0, "sha256": "ff", "loaded": 2.0}]}
 
 
 @pytest.mark.parametrize("data, message", [
@@ -113,7 +118,7 @@ def test_every_kind_of_change_is_undone_when_a_later_action_fails(catalog):
                   Part("v", meta(1, "data/v0001/2")),           # replaces a part: its folder becomes garbage
                   Verified("v", 1), Options("s", {"retain": 4, "lateness": 1}), Setting("maintenance", "manual"),
                   Vacuumed(("data/v0001/1",)), DropParts("s", 2, 9.0), Create(other), Part("w", meta(1, "data/w/1")),
-                  Drop("v", 11.0)]
+                  Loaded("s", (LoadedFile("file:/in/a.csv", 49, 3.5, "ab", 8.0),)), Drop("v", 11.0)]
     with pytest.raises(InvalidAction, match="no object named 'v'"):
         catalog.commit([*every_kind, Verified("v", 1)])
     assert whole_state(catalog) == before
