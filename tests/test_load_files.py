@@ -68,14 +68,15 @@ def test_a_file_changed_since_it_was_loaded_is_refused_before_anything_is_writte
 def test_a_landing_folder_gives_each_file_once_and_the_record_survives_a_restart(make_warehouse, tmp_path):
     landing = tmp_path / "landing"
     write_csv(landing / "a.csv", [0, 1])
-    write_csv(landing / "day2" / "b.csv", [2])
+    write_csv(landing / "b.csv", [2])
     write_csv(landing / "_partial.csv", [50])             # hidden from Spark's file sources, and from LOAD
     write_csv(landing / ".c.csv.crc", [51])
+    write_csv(landing / "archive" / "old.csv", [52])      # a sub-folder is not read
     warehouse = make_warehouse()
     warehouse.run(STREAM)
     assert warehouse.run(f"LOAD '{landing}' INTO M FORMAT csv")[0].message.startswith(
         "Inserted 3 rows into 3 parts of M.")
-    write_csv(landing / "day2" / "c.csv", [3, 4])
+    write_csv(landing / "c.csv", [3, 4])
     taken = warehouse.run(f"LOAD '{landing}' INTO M FORMAT csv")[0]
     assert taken.message.startswith("Inserted 2 rows into 2 parts of M from 1 new file; 2 files loaded before "
                                     "skipped")
@@ -86,10 +87,20 @@ def test_a_landing_folder_gives_each_file_once_and_the_record_survives_a_restart
     assert nothing.message.startswith(f"No new file in '{landing}/': its 3 files were loaded into M already")
     assert xs(reopened) == [0, 1, 2, 3, 4]
     loaded = reopened.catalog.state("M").loaded
-    assert sorted(os.path.relpath(path[len("file:"):], landing) for path in loaded) == \
-        ["a.csv", os.path.join("day2", "b.csv"), os.path.join("day2", "c.csv")]
-    assert {record.size for record in loaded.values()} == {(landing / "a.csv").stat().st_size,
-                                                           (landing / "day2" / "b.csv").stat().st_size}
+    assert sorted(os.path.relpath(path[len("file:"):], landing) for path in loaded) == ["a.csv", "b.csv", "c.csv"]
+    assert {record.size for record in loaded.values()} == {(landing / name).stat().st_size
+                                                           for name in ("a.csv", "b.csv", "c.csv")}
+
+
+def test_a_folder_load_lists_only_the_folder_itself(warehouse, tmp_path):
+    """LOAD '/' lists one folder (no walk of the whole file system) and finds no file to load there."""
+    empty = tmp_path / "empty"
+    (empty / "sub").mkdir(parents=True)
+    write_csv(empty / "sub" / "deep.csv", [0])
+    warehouse.run(STREAM)
+    assert warehouse.run(f"LOAD '{empty}' INTO M FORMAT csv")[0].message == \
+        f"'{empty}' holds no file to load; nothing was loaded."
+    assert xs(warehouse) == []
 
 
 def test_the_files_are_recorded_in_the_log_entry_that_publishes_their_rows(warehouse, tmp_path):

@@ -1,7 +1,8 @@
 """The files a LOAD path names, fingerprinted, and which of them a stream or table has taken before.
 
-A path names one file, or a folder whose visible files (recursively; names starting with ``_`` or ``.``
-are hidden, as Spark's file sources hide them) are loaded. Each file is fingerprinted by its size,
+A path names one file, or a folder whose visible files directly in it (names starting with ``_`` or ``.``
+are hidden, as Spark's file sources hide them; sub-folders are not read, so a path such as ``/`` costs one
+listing) are loaded. Each file is fingerprinted by its size,
 modification time and SHA-256 of its content, read through pyarrow's file systems (local paths, and
 the URIs pyarrow knows). The catalog keeps the fingerprints of the files a LOAD took, published in the
 same log entry as their rows (``catalog.actions.Loaded``), so a LOAD run again takes only files it
@@ -26,8 +27,8 @@ class UnreadablePath(OSError):
     """The path cannot be listed or read from this process."""
 
 
-def _visible(relative: str) -> bool:
-    return not any(part.startswith(("_", ".")) for part in relative.split("/") if part)
+def _visible(name: str) -> bool:
+    return not name.startswith(("_", "."))
 
 
 def _uri(filesystem: pafs.FileSystem, path: str) -> str:
@@ -35,16 +36,17 @@ def _uri(filesystem: pafs.FileSystem, path: str) -> str:
 
 
 def fingerprint(path: str) -> list[LoadedFile]:
-    """The files ``path`` names (one file, or a folder's visible files in path order), fingerprinted."""
+    """The files ``path`` names (one file, or the visible files directly in a folder, in path order),
+    fingerprinted."""
     try:
         filesystem, root = pafs.FileSystem.from_uri(qualify(path))
         info = filesystem.get_file_info(root)
         if info.type == pafs.FileType.NotFound:
             raise UnreadablePath(f"'{path}' does not exist")
         if info.type == pafs.FileType.Directory:
-            listed = filesystem.get_file_info(pafs.FileSelector(root, recursive=True))
-            infos = sorted((i for i in listed if i.type == pafs.FileType.File
-                            and _visible(i.path[len(root):])), key=lambda i: i.path)
+            listed = filesystem.get_file_info(pafs.FileSelector(root, recursive=False))
+            infos = sorted((i for i in listed if i.type == pafs.FileType.File and _visible(i.base_name)),
+                           key=lambda i: i.path)
         else:
             infos = [info]
         return [LoadedFile(_uri(filesystem, i.path), i.size, i.mtime.timestamp() if i.mtime else 0.0,
