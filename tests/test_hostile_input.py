@@ -164,7 +164,7 @@ def test_load_of_the_warehouse_own_log(loaded):
 
 
 INSERT_ERRORS = {
-    "a string that is not a timestamp": ("INSERT INTO M VALUES ('2024-13-45', 'a', 'b', 1)", "VALUES",
+    "a string that is not a timestamp": ("INSERT INTO M VALUES ('2024-13-45', 'a', 'b', 1)", "'2024-13-45'",
                                          ["The value '2024-13-45'", '"TIMESTAMP"', "malformed",
                                           "nothing was written"]),
     "a TIMESTAMP literal that is not one": ("INSERT INTO M VALUES\n  (TIMESTAMP '2024-13-45', 'a', 'b', 1)",
@@ -189,7 +189,7 @@ INSERT_ERRORS = {
     "an array for an INT": ("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:05:00', 'a', 'b', array(1))", "VALUES",
                             ['cannot cast "ARRAY<INT>" to "INT"']),
     "a number too large for an INT": ("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:05:00', 'a', 'b', "
-                                      "99999999999999999999)", "VALUES",
+                                      "99999999999999999999)", "99999999999999999999",
                                       ["99999999999999999999", '"INT"', "overflow", "nothing was written"]),
     "rows of different lengths": ("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:05:00', 'a', 'b', 1),\n"
                                   "  (TIMESTAMP '2015-01-01 10:05:01', 'a')", "VALUES",
