@@ -1,8 +1,9 @@
 """VERIFY VIEW against computing the same view by range steps (issue 35: VERIFY in seconds).
 
 A stream of ``--parts`` one-minute parts (``--rows`` rows each, a few keys) is loaded once. Each repeat
-creates a window view and a hand-written view over it (CREATE VIEW computes every part by range steps)
-and then verifies each; views are created and verified in alternating order. Reported: the medians and
+creates a window view, a hand-written view, a pattern view and a MATCH_RECOGNIZE view over it (CREATE VIEW
+computes every part by range steps) and then verifies each; views are created and verified in alternating
+order. Runs of events break at every x divisible by 7, so matches stay a few events long. Reported: the medians and
 spread of CREATE and VERIFY wall seconds per view, and VERIFY / CREATE.
 
     python -m benchmarks.verify --parts 600 --rows 20 --repeats 3
@@ -27,6 +28,11 @@ VIEWS = {
     "hand-written": ("CREATE VIEW {name} AS INITIALIZE {name}[i] AS SELECT k, sum(x) AS total FROM S[i] GROUP BY k "
                      "UPDATE {name}[j] AS SELECT k, sum(x) AS total FROM S[j-2 .. j] GROUP BY k "
                      "RECOMPUTE {name}[j] AS SELECT k, sum(x) AS total FROM S[j-2 .. j] GROUP BY k"),
+    "pattern": ("CREATE VIEW {name} AS SELECT k, a.x AS first_x, count(*) AS n FROM S PATTERN [a, b+] "
+                "WHERE a.x % 7 <> 0 AND b.x % 7 <> 0 GROUP BY k"),
+    "match-recognize": ("CREATE VIEW {name} AS SELECT * FROM S MATCH_RECOGNIZE (PARTITION BY k ORDER BY ts "
+                        "MEASURES FIRST(A.x) AS first_x, COUNT(B.*) AS n AFTER MATCH SKIP PAST LAST ROW "
+                        "PATTERN (A B+) DEFINE B AS B.x % 7 <> 0) AS M"),
 }
 
 
@@ -68,7 +74,7 @@ def main() -> None:
         print(f"{args.parts} parts of {args.rows} rows, {args.repeats} repeats (median [min, max] seconds)")
         for kind, measured in times.items():
             create, verify = measured["create"], measured["verify"]
-            print(f"{kind:>13}: CREATE {median(create):.2f} [{min(create):.2f}, {max(create):.2f}]  "
+            print(f"{kind:>15}: CREATE {median(create):.2f} [{min(create):.2f}, {max(create):.2f}]  "
                   f"VERIFY {median(verify):.2f} [{min(verify):.2f}, {max(verify):.2f}]  "
                   f"VERIFY/CREATE {median(verify) / median(create):.2f}x")
     finally:

@@ -45,7 +45,7 @@ if str(TESTS) not in sys.path:          # run as a script, or imported by the be
 from test_late_data import PATTERN_VIEW, WINDOW_VIEW, assert_equals_rebuild  # noqa: E402
 
 from viewdf_magic.network_example import NETWORK_DDL  # noqa: E402
-from viewdf_magic.storage.slices import folder_of  # noqa: E402
+from viewdf_magic.catalog.model import folder_of  # noqa: E402
 
 BASE = pd.Timestamp("2015-01-01 10:00")
 # Objects in creation order; each is created only when the catalog does not have it yet.

@@ -14,6 +14,7 @@ from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropPart
 from viewdf_magic.catalog.catalog import LOG, Catalog
 from viewdf_magic.catalog.local_fs import LocalFileSystem
 from viewdf_magic.catalog.model import LineageRange, LoadedFile, ObjectDef, ObjectState, PartMeta
+from viewdf_magic.language.statements import ClauseKind
 
 SCHEMA = StructType([StructField("ts", TimestampType()), StructField("x", IntegerType())]).json()
 STREAM = ObjectDef("stream", "S", "s0001", SCHEMA, "CREATE STREAM S ...", 1.0, 60, timestamp_column="ts")
@@ -22,7 +23,7 @@ VIEW = ObjectDef("view", "V", "v0001", SCHEMA, "CREATE VIEW V ...", 2.0, 60, sou
 
 def meta(subscript: int, folder: str, checksum: str = "c") -> PartMeta:
     return PartMeta(subscript, 3, (folder,), 0.5, (LineageRange("S", subscript, subscript),), 10.0 + subscript,
-                    "update", checksum)
+                    ClauseKind.UPDATE, checksum)
 
 
 EXAMPLES = [Create(STREAM), Drop("s", 5.0), Drop("s"), Part("v", meta(7, "data/v0001/a")),

@@ -12,7 +12,7 @@ import pytest
 from viewdf_magic.catalog.actions import Setting
 from viewdf_magic.catalog.arrow_fs import ArrowFileSystem
 from viewdf_magic.catalog.catalog import Catalog
-from viewdf_magic.catalog.filesystem import open_filesystem
+from viewdf_magic.catalog.backends import open_filesystem
 from viewdf_magic.catalog.hadoop_fs import HadoopFileSystem
 from viewdf_magic.catalog.local_fs import LocalFileSystem
 from viewdf_magic.catalog.lock import WriterLock

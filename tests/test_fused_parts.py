@@ -20,7 +20,7 @@ from test_range_steps import stored_parts
 
 from viewdf_magic.errors import ViewDFError
 from viewdf_magic.network_example import NETWORK_DDL
-from viewdf_magic.storage.slices import Slice
+from viewdf_magic.catalog.model import Slice
 
 START = pd.Timestamp("2015-01-01 10:00:00")
 VIEWS = [

@@ -406,7 +406,7 @@ def translate_pattern(statement: stm.CreateQueryView, clause) -> None:
         assert definition.name.key in (translation.helper.lower(), statement.name.key), generated
         for delta in (definition.initialize, definition.update, definition.recompute):
             if delta is not None:
-                scope = Scope.RECOMPUTE if delta.clause == "RECOMPUTE" else Scope.DELTA
+                scope = Scope.RECOMPUTE if delta.clause is stm.ClauseKind.RECOMPUTE else Scope.DELTA
                 compile_query(delta.query, lookup, scope, delta.variable, definition.name.text)
 
 
@@ -417,7 +417,7 @@ def analyze(text: str) -> None:
         if isinstance(statement, stm.CreateViewDF):
             for delta in (statement.initialize, statement.update, statement.recompute):
                 if delta is not None:
-                    scope = Scope.RECOMPUTE if delta.clause == "RECOMPUTE" else Scope.DELTA
+                    scope = Scope.RECOMPUTE if delta.clause is stm.ClauseKind.RECOMPUTE else Scope.DELTA
                     compile_query(delta.query, lookup, scope, delta.variable, statement.name.text)
         elif isinstance(statement, stm.CreateQueryView):
             clause = find_pattern(statement.query)

@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from viewdf_magic import Warehouse
 from viewdf_magic.catalog.catalog import Catalog
-from viewdf_magic.catalog.filesystem import open_filesystem
+from viewdf_magic.catalog.backends import open_filesystem
 from viewdf_magic.errors import Interrupted
 from viewdf_magic.network_example import NETWORK_DDL, network_stream
 from viewdf_magic.notebook.replay import Replay

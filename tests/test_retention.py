@@ -7,7 +7,7 @@ import os
 import pytest
 
 from viewdf_magic.errors import ViewDFError
-from viewdf_magic.storage.slices import folder_of
+from viewdf_magic.catalog.model import folder_of
 
 from test_late_data import FIRST, PATTERN_VIEW, batch
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from viewdf_magic.storage.slices import Scan, Slice, Wanted, folder_of, plan_scans
+from viewdf_magic.catalog.model import Slice, folder_of
+from viewdf_magic.storage.slices import Scan, Wanted, plan_scans
 
 
 def test_slice_text_round_trips():

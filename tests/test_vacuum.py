@@ -8,7 +8,7 @@ import pytest
 
 from viewdf_magic.network_example import NETWORK_DDL
 from viewdf_magic.errors import ViewDFError
-from viewdf_magic.storage.slices import folder_of
+from viewdf_magic.catalog.model import folder_of
 from oracles import data_folders, local_root
 from test_late_data import FIRST, assert_equals_rebuild, batch, view2
 

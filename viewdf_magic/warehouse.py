@@ -53,10 +53,13 @@ class Warehouse:
         return self.engine.last_repair
 
     def execute(self, text: str) -> pd.DataFrame | None:
-        """Run ``;``-separated statements; return the last query's rows as pandas, or None."""
+        """Run ``;``-separated statements; return the last query's rows as pandas, or None. A query over
+        views that are not up to date warns (``MaintenanceWarning``) with its ``Result.note``."""
         results = self.run(text)
         for result in reversed(results):
             if result.has_rows:
+                if result.note:
+                    warnings.warn(MaintenanceWarning(result.note), stacklevel=2)
                 return result.to_pandas()
         return None
 

@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterable, Protocol, cast
 
-from ..storage.slices import folder_of
+from .model import folder_of
 from .model import LoadedFile, ObjectDef, ObjectState, PartMeta
 
 OPTIONS = ("lateness", "retain")

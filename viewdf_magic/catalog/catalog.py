@@ -13,7 +13,7 @@ import json
 from contextlib import contextmanager
 from typing import Callable, Iterator, cast
 
-from ..storage.slices import folder_of
+from .model import folder_of
 from .actions import Action, InvalidAction, read_action
 from .filesystem import FileSystem
 from .model import ObjectDef, ObjectState

@@ -1,7 +1,7 @@
 """Small metadata files (the catalog log, checkpoints, the writer lock) below a warehouse's root.
 
 Part data never goes through here; Spark writes and reads it. Which backend serves a warehouse
-depends on where it is and on the session (see ``open_filesystem``)."""
+depends on where it is and on the session (see ``backends.open_filesystem``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import re
 import uuid
 from abc import ABC, abstractmethod
 
-from ..session import is_connect_session
 
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
@@ -73,17 +72,3 @@ class FileSystem(ABC):
     @abstractmethod
     def delete(self, relative: str) -> None:
         """Delete a file or a folder with everything below it (nothing if absent)."""
-
-
-def open_filesystem(spark: object, root: str) -> FileSystem:
-    """The backend for a warehouse at ``root``: local folders directly; other storage through the
-    session's JVM (Hadoop's FileSystem), or through pyarrow where there is no JVM (Spark Connect)."""
-    root = qualify(root)
-    if root.startswith("file:"):
-        from .local_fs import LocalFileSystem
-        return LocalFileSystem(root)
-    if is_connect_session(spark):
-        from .arrow_fs import ArrowFileSystem
-        return ArrowFileSystem(root)
-    from .hadoop_fs import HadoopFileSystem
-    return HadoopFileSystem(spark, root)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field, fields
 
 from pyspark.sql.types import StructType
+
+from ..language.statements import ClauseKind
 
 PART_TIMESTAMP = "PART_TIMESTAMP"
 CATALOG_VIEW = "viewdf_parts"      # the queryable part-metadata view
@@ -25,6 +28,58 @@ class LineageRange:
         return f"{self.name}[{self.first}]" if self.first == self.last else f"{self.name}[{self.first} .. {self.last}]"
 
 
+_SLICE = re.compile(r"(?P<folder>[^#@\[\]]+)(?:#(?P<part>-?\d+)\[(?P<first>-?\d+),(?P<last>-?\d+)\])?"
+                    r"(?:@(?P<column>\w+))?")
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Rows of one part in one folder, as a part's ``PartMeta.folders`` lists them (as text).
+
+    A folder (``data/<object id>/<write>``) is what one Spark write created; it may hold the rows of a run
+    of parts, each row with its part number in the physical column ``__part``, sorted by it:
+
+    * ``<folder>#<s>[<a>,<b>]`` — the rows of part ``s`` in a folder written for parts ``a .. b``. Read for
+      another part ``t`` (a part that carries part ``s``'s rows over unchanged), the rows are stamped ``t``.
+    * ``...@<column>`` — embedded rows: the struct column ``<column>`` of the folder's rows, where it is not
+      NULL (a view whose part is a projection of its source's part, written in the source's Spark job).
+    * ``<folder>`` alone — written before slices existed: the whole folder (or a ``__part=<s>`` sub-folder
+      of an older range step or stream batch) is the part's, and has no ``__part`` column.
+    """
+
+    folder: str
+    part: int | None = None        # None: a whole folder of the older layout
+    first: int = 0                 # the parts the folder's write held
+    last: int = 0
+    column: str | None = None      # embedded rows: a struct column of the folder
+
+    @property
+    def text(self) -> str:
+        text = self.folder
+        if self.part is not None:
+            text += f"#{self.part}[{self.first},{self.last}]"
+        return text + (f"@{self.column}" if self.column else "")
+
+    @staticmethod
+    def parse(text: str) -> "Slice":
+        match = _SLICE.fullmatch(text)
+        if match is None:
+            raise ValueError(f"not a part slice: {text!r}")
+        part = match["part"]
+        if part is None:
+            return Slice(match["folder"], column=match["column"])
+        return Slice(match["folder"], int(part), int(match["first"]), int(match["last"]), match["column"])
+
+    def holds(self, part: int) -> bool:
+        """Whether the folder's write may have rows of ``part``."""
+        return self.part is not None and self.first <= part <= self.last
+
+
+def folder_of(text: str) -> str:
+    """The folder a slice's text names (the unit that is referenced, and deleted when no part references it)."""
+    return Slice.parse(text).folder
+
+
 @dataclass(frozen=True)
 class PartMeta:
     """One stored part: where its files are and how it came to be."""
@@ -35,7 +90,7 @@ class PartMeta:
     seconds: float                      # compute (or ingest) time
     lineage: tuple[LineageRange, ...]   # exactly the parts it was computed from
     updated: float                      # when its content last changed, epoch seconds
-    how: str                            # ingest, late (sealed or new, then late rows), initialize, update, recompute
+    how: ClauseKind                     # ingest, late (sealed or new, then late rows), or the view's clause
     checksum: str = ""                  # view parts: an order-independent hash of the rows
     arrivals: tuple[float, ...] = ()    # stream parts: when each folder's rows arrived
     repairs: int = 0                    # view parts: recomputations after late data
@@ -46,13 +101,14 @@ class PartMeta:
     @property
     def late_rows(self) -> bool:
         """A stream part that received rows after it was first written or sealed."""
-        return len(self.arrivals) > 1 or self.how == "late"
+        return len(self.arrivals) > 1 or self.how is ClauseKind.LATE
 
     def to_json(self) -> dict:
         """Its fields for the catalog log (a shallow copy: ``asdict``'s deep copy cost seconds per
         backfill of thousands of parts)."""
         data = {name: getattr(self, name) for name in _PART_FIELDS}
         data["lineage"] = [[r.name, r.first, r.last] for r in self.lineage]
+        data["how"] = self.how.value
         return data
 
     @staticmethod
@@ -62,6 +118,7 @@ class PartMeta:
         data["lineage"] = tuple(LineageRange(*r) for r in data["lineage"])
         data["arrivals"] = tuple(data.get("arrivals", ()))
         data["unique"] = tuple(tuple(columns) for columns in data.get("unique", ()))
+        data["how"] = ClauseKind(data["how"])
         return PartMeta(**data)
 
 

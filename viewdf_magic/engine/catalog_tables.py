@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Mapping
+
 import pandas as pd
 
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef, PartMeta
+from ..maintainer.maintainer import Lag
 from ..maintainer.timeline import Timeline
 from ..timeparts import part_start
 
@@ -64,17 +67,20 @@ def streams_table(catalog: Catalog) -> pd.DataFrame:
                                        "newest_part"])
 
 
-def views_table(catalog: Catalog, timeline: Timeline) -> pd.DataFrame:
+def views_table(catalog: Catalog, timeline: Timeline, lags: Mapping[str, Lag]) -> pd.DataFrame:
+    """SHOW VIEWS: one row per view; ``state`` is ``up to date`` or why it lags (``Maintainer.lags``)."""
     rows = []
     for d in catalog.views():
         state = catalog.state(d.name)
         newest, next_part = state.newest_part(), timeline.next_part(d)
+        lag = lags.get(d.key)
         rows.append({"name": d.name, "partition_length": d.partition_length, "sources": ", ".join(d.sources),
                      "parts": len(state.parts), "rows": sum(p.rows for p in state.parts.values()),
                      "newest_part": None if newest is None else part_start(newest, d.length),
-                     "next_part": None if next_part is None else part_start(next_part, d.length)})
+                     "next_part": None if next_part is None else part_start(next_part, d.length),
+                     "state": "up to date" if lag is None else lag.state})
     return pd.DataFrame(rows, columns=["name", "partition_length", "sources", "parts", "rows", "newest_part",
-                                       "next_part"])
+                                       "next_part", "state"])
 
 
 def tables_table(catalog: Catalog) -> pd.DataFrame:

@@ -13,13 +13,13 @@ from pyspark.sql import DataFrame, SparkSession
 
 from ..catalog.actions import Drop, Setting
 from ..catalog.catalog import Catalog
-from ..catalog.filesystem import open_filesystem
+from ..catalog.backends import open_filesystem
 from ..catalog.lock import WriterLock
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from . import catalog_tables
 from .ingest import Ingester
 from ..errors import Interrupted, ViewDFError
-from ..wording import plural
+from ..wording import agreeing, plural
 from ..language import statements as st
 from ..language.parser import VACUUM_RETAIN_SECONDS
 from ..language.queries import CompiledQuery, RefKind, Scope, compile_query
@@ -31,7 +31,7 @@ from ..maintainer.repair import RepairReport, Repairer
 from ..maintainer.reports import named_spans
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import check_runtime
-from ..maintainer.verification import lifted_plan, verify_runs
+from ..maintainer.verification import lifted_plan, verify_history, verify_runs
 from ..maintainer.views import catalog_lookup
 from ..session import embedded_session, is_connect_session, prepare
 from ..storage.parts import PartStore
@@ -39,6 +39,7 @@ from ..storage.shared_storage import check_shared_storage
 from ..storage.vacuum import sweep
 from ..timeparts import TimestampLike, format_part, part_start, subscript_of
 
+from .query_views import recompute_runs
 from .results import PartCheck
 
 
@@ -189,6 +190,18 @@ class Engine:
         return "".join(f" Warning: {failure}; {failure.view} and the views that read it are behind until "
                        f"this is fixed." for failure in self.maintainer.failures)
 
+    def lag_note(self, query: CompiledQuery) -> str | None:
+        """One line naming the views ``query`` reads that are not up to date (``Maintainer.lags``: a failed
+        part, ready parts not computed, or such a view upstream), or None."""
+        lags = self.maintainer.lags()
+        lagging = [lags[key] for key in dict.fromkeys(b.name.lower() for b in query.bindings) if key in lags]
+        if not lagging:
+            return None
+        named = [f"{lag.view.name} ({lag.state})" for lag in lagging]
+        listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
+        return (f"Note: {listed} {agreeing(len(named), 'is', 'are')} not up to date; the result has only the "
+                f"parts computed so far.")
+
     def not_ready(self, definition: ObjectDef) -> str:
         step = self.maintainer.pending_step(definition)
         if step is None:
@@ -268,15 +281,23 @@ class Engine:
 
     def verify_parts(self, definition: ObjectDef, subscripts: list[int], tolerance: float) -> dict[int, Comparison]:
         """Stored parts against their recomputation: in runs, a constant number of Spark jobs each, where the
-        view's RECOMPUTE query lifts to many parts (maintainer/verification.py); else one part at a time."""
+        view's RECOMPUTE query lifts to many parts, or where its translation lifts its search over the whole
+        history (a pattern's, a MATCH_RECOGNIZE's: the parts that differ are then checked again one by one
+        with RECOMPUTE itself) (maintainer/verification.py); else one part at a time."""
         view = self.maintainer.compiled(definition)
         plan = lifted_plan(view, self.catalog)
-        if plan.lifted:
-            try:
-                return verify_runs(self.catalog, self.store, self.maintainer.timeline, self.maintainer.ranges, view,
-                                   plan, subscripts, tolerance)
-            except RangeFailed:    # part by part below, which positions the error in the user's text
-                pass
+        timeline, ranges = self.maintainer.timeline, self.maintainer.ranges
+        try:
+            if plan.lifted:
+                return verify_runs(self.catalog, self.store, timeline, ranges, view, plan, subscripts, tolerance)
+            history = recompute_runs(definition, self.catalog, self.spark) if subscripts and view.recompute else None
+            if history is not None:
+                found = verify_history(self.catalog, self.store, timeline, ranges, view, history, subscripts,
+                                       tolerance)
+                return {s: c if c.equal else self.verify_part(definition, s, tolerance).comparison
+                        for s, c in found.items()}
+        except RangeFailed:    # part by part below, which positions the error in the user's text
+            pass
         return {s: self.verify_part(definition, s, tolerance).comparison for s in subscripts}
 
     def verify_part(self, definition: ObjectDef, subscript: int, tolerance: float) -> PartCheck:

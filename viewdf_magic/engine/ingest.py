@@ -13,14 +13,15 @@ from pyspark.sql import functions as F
 
 from ..catalog.actions import Action, Advance, Create, Part, TableData
 from ..catalog.catalog import Catalog
-from ..catalog.model import ObjectDef, PartMeta
+from ..catalog.model import ObjectDef, PartMeta, Slice
+from ..language.statements import ClauseKind
 from ..language.tokens import quote_name
 from ..maintainer.maintainer import StepReport
 from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
 from ..storage.parts import PartStore
-from ..storage.slices import PART_COLUMN, Slice, Wanted
+from ..storage.slices import PART_COLUMN, Wanted
 from ..timeparts import format_part, subscript_sql
 from ..wording import agreeing, plural
 from .conform import ErrorAt
@@ -113,7 +114,7 @@ class Ingester:
                 meta = dataclasses.replace(old, rows=old.rows + n, folders=old.folders + folders,
                                            arrivals=old.arrivals + (now,), updated=now, unique=facts.get(s, ()))
             else:
-                how = "ingest" if newest is None or s > newest else "late"
+                how = ClauseKind.INGEST if newest is None or s > newest else ClauseKind.LATE
                 meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,), unique=facts.get(s, ()))
             actions.append(Part(definition.key, meta))
         through = max(parts)

@@ -29,7 +29,8 @@ class PartCheck:
 
 
 class MaintenanceWarning(UserWarning):
-    """A view part could not be computed; the data that triggered it was stored."""
+    """A view part could not be computed (the data that triggered it was stored), or a query read views
+    that are not up to date."""
 
 
 @dataclass
@@ -47,6 +48,7 @@ class Result:
     figure: str | None = None             # an SVG drawing, e.g. a pattern's FSM
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)   # further titled tables
     sections: list[tuple[str, str]] = field(default_factory=list)   # titled long texts, shown folded
+    note: str | None = None               # one line under a query's rows: the views it reads that lag
 
     @property
     def has_rows(self) -> bool:

@@ -14,7 +14,7 @@ from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
 from ..language.parser import parse
 from ..language.source import Fragment
-from ..language.statements import CreateQueryView, CreateViewDF, DeltaQuery
+from ..language.statements import ClauseKind, CreateQueryView, CreateViewDF, DeltaQuery
 from ..maintainer.views import ViewDefiner
 from ..translation import (Column, WindowClause, WindowSource, WindowTranslation, analyze_window, find_window,
                            translate_window)
@@ -161,10 +161,10 @@ def _probe(statement: CreateQueryView, clause: WindowClause, definer: ViewDefine
     reference = f"[{affine(slide, slide - width)} .. {affine(slide, slide - 1)}]"
     shift = len(reference) - (clause.end - clause.start)
     modified = source[:clause.start] + reference + source[clause.end:]
-    query = DeltaQuery("INITIALIZE", statement.name, "j",
+    query = DeltaQuery(ClauseKind.INITIALIZE, statement.name, "j",
                        Fragment(modified, statement.query.start, statement.query.end + shift))
     probe = CreateViewDF(Fragment(modified, statement.fragment.start, statement.fragment.end + shift),
-                         statement.name, query, replace(query, clause="UPDATE"), None, length, None, False)
+                         statement.name, query, replace(query, clause=ClauseKind.UPDATE), None, length, None, False)
 
     def back(position: int | None) -> int | None:
         if position is None or position < clause.start:

@@ -27,7 +27,7 @@ from ..engine.results import Result
 
 def query(engine: Engine, statement: st.Query) -> Result:
     frame, query = engine.query(statement.query)
-    return Result(statement, frame=frame, query=query)
+    return Result(statement, frame=frame, query=query, note=engine.lag_note(query))
 
 
 def show(engine: Engine, statement: st.Show) -> Result:
@@ -37,7 +37,8 @@ def show(engine: Engine, statement: st.Show) -> Result:
     if statement.what == "STREAMS":
         return Result(statement, table=catalog_tables.streams_table(engine.catalog))
     if statement.what == "VIEWS":
-        return Result(statement, table=catalog_tables.views_table(engine.catalog, timeline))
+        return Result(statement, table=catalog_tables.views_table(engine.catalog, timeline,
+                                                                     engine.maintainer.lags()))
     if statement.what == "TABLES":
         return Result(statement, table=catalog_tables.tables_table(engine.catalog))
     assert statement.name is not None      # SHOW PARTS names its object
@@ -141,7 +142,7 @@ def _explain_steps(engine: Engine, definition: ObjectDef) -> tuple[str, list[tup
         return f"Next part of {definition.name}: unknown until every source has a part.", []
     empty_because = engine.maintainer.known_empty(step) if step.ready else None
     line = (f"Next part: {definition.name}[{step.subscript}] "
-            f"({format_part(step.subscript, definition.length)}), {step.how.upper()}, "
+            f"({format_part(step.subscript, definition.length)}), {step.how.label}, "
             f"{'ready' if step.ready else 'waiting'}"
             + (f", recorded empty without a Spark job ({empty_because})." if empty_because else "."))
     shown, which = step, f"the next part of {definition.name}"
@@ -170,7 +171,7 @@ def _unique_summary(engine: Engine, definition: ObjectDef) -> str:
     guard = f"{view.unique_guard.fragment.text} IS UNIQUE ({', '.join(view.unique_columns)})"
     parts = engine.catalog.state(definition.name).parts
     recent = [(s, parts[s].how) for s in list(parts)[-RECENT_PARTS:]]
-    named = "; ".join(f"{format_part(s, definition.length)} {how.upper()}" for s, how in recent)
+    named = "; ".join(f"{format_part(s, definition.length)} {how.label}" for s, how in recent)
     return (f"{definition.name} has two UPDATE clauses: UPDATE WHEN {guard} for the parts where ingest found no two "
             f"rows with the same ({', '.join(view.unique_columns)}), the other for the rest (a run of parts computed "
             f"in one range step uses its range plan). " + (f"Its newest parts: {named}." if recent else ""))
@@ -179,7 +180,7 @@ def _unique_summary(engine: Engine, definition: ObjectDef) -> str:
 def _plans(engine: Engine, definition: ObjectDef, step: PendingStep) -> str:
     """Spark's logical and physical plans for computing ``step``."""
     with engine.maintainer.runner.bound(step.query, step.refs, schema=definition.schema,
-                                      clause=step.how.upper()) as frame:
+                                      clause=step.how.label) as frame:
         return explain_text(frame, mode="extended").strip()
 
 

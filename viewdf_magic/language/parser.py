@@ -14,9 +14,9 @@ from sqlglot.tokens import Token, TokenType
 from ..errors import ViewDFError
 from ..timeparts import UNIT_SECONDS
 from .source import Fragment
-from .statements import (Alter, CreateQueryView, CreateStream, CreateTable, Creation, CreateViewDF, DeltaQuery,
-                         Describe, Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance, Show,
-                         Statement, Step, UniqueGuard, Vacuum, Verify)
+from .statements import (Alter, ClauseKind, CreateQueryView, CreateStream, CreateTable, Creation, CreateViewDF,
+                         DeltaQuery, Describe, Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance,
+                         Show, Statement, Step, UniqueGuard, Vacuum, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -24,6 +24,9 @@ VACUUM_RETAIN_SECONDS = 3600     # VACUUM without RETAIN: 1 hour
 QUERY_STARTS = {"SELECT", "WITH", "VALUES", "FROM", "TABLE", "("}
 # the clauses after a ViewDF's queries; each ends the query before it
 _CLAUSE_HEADS = (("PARTITION", "LENGTH"), ("START", "AT", "LATEST"), ("REFRESH", "EVERY"))
+# a ViewDF's query clauses by keyword
+_DELTA_CLAUSES = {kind.label: kind for kind in (ClauseKind.INITIALIZE, ClauseKind.UPDATE, ClauseKind.RECOMPUTE,
+                                                ClauseKind.RANGE)}
 
 
 def _declaration_at(cursor: "_Cursor", index: int) -> bool:
@@ -318,7 +321,7 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
         if first is not None and first.text.upper() not in QUERY_STARTS and suggestion(first, ("INITIALIZE",)):
             raise cursor.error("expected INITIALIZE or a query", choices=("INITIALIZE",))
         return CreateQueryView(cursor.fragment, name, cursor.rest(), creation)
-    clauses: dict[str, DeltaQuery] = {}
+    clauses: dict[ClauseKind, DeltaQuery] = {}
     length = length_at = refresh = None
     start_at_latest = False
     declared: dict[str, Fragment] = {}
@@ -326,10 +329,10 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
         token = cursor.peek()
         assert token is not None
         clause = token.text.upper() if token.token_type not in _QUOTED else ""
-        if clause in ("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE"):
+        if clause in _DELTA_CLAUSES:
             start = cursor.index
-            delta = _delta_query(cursor, clause, name)
-            key = clause + (" WHEN UNIQUE" if delta.guard else "")
+            delta = _delta_query(cursor, _DELTA_CLAUSES[clause], name)
+            key = ClauseKind.UPDATE_WHEN_UNIQUE if delta.guard else delta.clause
             if key in clauses:
                 cursor.index = start
                 raise cursor.error(f"{'UPDATE ... WHEN ... IS UNIQUE' if delta.guard else clause} is given twice")
@@ -355,14 +358,14 @@ def _create_view(cursor: _Cursor, name: Name, creation: Creation) -> Statement:
                                "EMPTY WHEN or START AT LATEST",
                                choices=("INITIALIZE", "UPDATE", "RECOMPUTE", "RANGE", "PARTITION", "REFRESH", "START",
                                         "UNCHANGED", "EMPTY"))
-    if "UPDATE" not in clauses:
+    if ClauseKind.UPDATE not in clauses:
         raise cursor.fragment.error("a ViewDF needs an UPDATE clause", name.start, name.end)
-    if refresh is not None and "RECOMPUTE" not in clauses:
+    if refresh is not None and ClauseKind.RECOMPUTE not in clauses:
         raise cursor.fragment.error("REFRESH EVERY n PARTS needs a RECOMPUTE clause", name.start, name.end)
-    return CreateViewDF(cursor.fragment, name, clauses["INITIALIZE"], clauses["UPDATE"],
-                        clauses.get("RECOMPUTE"), length, length_at, start_at_latest, refresh, creation,
-                        clauses.get("RANGE"), declared.get("UNCHANGED"), declared.get("EMPTY"),
-                        clauses.get("UPDATE WHEN UNIQUE"))
+    return CreateViewDF(cursor.fragment, name, clauses[ClauseKind.INITIALIZE], clauses[ClauseKind.UPDATE],
+                        clauses.get(ClauseKind.RECOMPUTE), length, length_at, start_at_latest, refresh, creation,
+                        clauses.get(ClauseKind.RANGE), declared.get("UNCHANGED"), declared.get("EMPTY"),
+                        clauses.get(ClauseKind.UPDATE_WHEN_UNIQUE))
 
 
 def _empty_parts(cursor: _Cursor) -> Fragment:
@@ -428,7 +431,8 @@ def _clause_end(cursor: _Cursor) -> int:
     return len(tokens)
 
 
-def _delta_query(cursor: _Cursor, clause: str, view: Name) -> DeltaQuery:
+def _delta_query(cursor: _Cursor, kind: ClauseKind, view: Name) -> DeltaQuery:
+    clause = kind.label
     cursor.expect(clause)
     head = cursor.name("the view name")
     if head.key != view.key:
@@ -437,14 +441,14 @@ def _delta_query(cursor: _Cursor, clause: str, view: Name) -> DeltaQuery:
     cursor.expect("[")
     variable = cursor.name("the part variable, e.g. i or j")
     cursor.expect("]")
-    guard = _unique_guard(cursor) if clause == "UPDATE" and cursor.accept("WHEN") else None
+    guard = _unique_guard(cursor) if kind is ClauseKind.UPDATE and cursor.accept("WHEN") else None
     cursor.expect("AS")
     end = _clause_end(cursor)
     if end == cursor.index:
         raise cursor.error(f"expected the {clause} query")
     query = Fragment(cursor.fragment.source, cursor.tokens[cursor.index].start, cursor.tokens[end - 1].end + 1)
     cursor.index = end
-    return DeltaQuery(clause, head, variable.text, query, guard)
+    return DeltaQuery(kind, head, variable.text, query, guard)
 
 
 def _insert(cursor: _Cursor) -> Insert:

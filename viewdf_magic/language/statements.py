@@ -96,24 +96,42 @@ class UniqueGuard:
     columns: tuple[Name, ...]
 
 
-@dataclass(frozen=True)
-class DeltaQuery:
-    """One clause of a View Delta Function: ``INITIALIZE V[i] AS <query>``."""
-
-    clause: str                  # INITIALIZE, UPDATE, RECOMPUTE or RANGE
-    head: Name                   # the view name written in the head
-    variable: str                # the part variable, e.g. "i" or "j"
-    query: Fragment
-    guard: UniqueGuard | None = None     # UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS: the update for such parts
-
-
 class ClauseKind(str, Enum):
-    """Which clause of a ViewDF computed a view part (the catalog records the value as a part's ``how``)."""
+    """How a part came to be: the clause of a ViewDF that computed a view part, or, for a stream or table
+    part, its ingest (``LATE``: rows arrived after the part was first written or sealed). The catalog
+    records the value as a part's ``how`` (``PartMeta``); ``label`` is how messages and reports name it.
+    ``RANGE`` is a ViewDF's RANGE clause: its parts are recorded as the UPDATE or RECOMPUTE they stand for."""
 
+    INGEST = "ingest"
+    LATE = "late"
     INITIALIZE = "initialize"
     UPDATE = "update"
     UPDATE_WHEN_UNIQUE = "update when unique"
     RECOMPUTE = "recompute"
+    RANGE = "range"
+
+    def __str__(self) -> str:            # as the catalog and SHOW PARTS spell it
+        return self.value
+
+    @property
+    def label(self) -> str:
+        """The kind in messages and reports: ``UPDATE WHEN UNIQUE``."""
+        return self.value.upper()
+
+    def same_clause(self, other: ClauseKind) -> bool:
+        """Whether parts of both kinds come from the same clause, counting both UPDATEs as one (same rows)."""
+        return self is other or {self, other} == {ClauseKind.UPDATE, ClauseKind.UPDATE_WHEN_UNIQUE}
+
+
+@dataclass(frozen=True)
+class DeltaQuery:
+    """One clause of a View Delta Function: ``INITIALIZE V[i] AS <query>``."""
+
+    clause: ClauseKind           # INITIALIZE, UPDATE (with or without a guard), RECOMPUTE or RANGE
+    head: Name                   # the view name written in the head
+    variable: str                # the part variable, e.g. "i" or "j"
+    query: Fragment
+    guard: UniqueGuard | None = None     # UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS: the update for such parts
 
 
 @dataclass(frozen=True)
@@ -135,9 +153,10 @@ class CreateViewDF(Statement):
     unique_update: DeltaQuery | None = None  # UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS ...: used where it holds
 
     def clause_for(self, kind: ClauseKind) -> DeltaQuery | None:
-        """The clause that computes parts of ``kind``."""
+        """The clause that computes parts of ``kind`` (None: the view has no such clause; ingest has none)."""
         return {ClauseKind.INITIALIZE: self.initialize, ClauseKind.UPDATE: self.update,
-                ClauseKind.UPDATE_WHEN_UNIQUE: self.unique_update, ClauseKind.RECOMPUTE: self.recompute}[kind]
+                ClauseKind.UPDATE_WHEN_UNIQUE: self.unique_update, ClauseKind.RECOMPUTE: self.recompute,
+                ClauseKind.RANGE: self.range}.get(kind)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from ..language.projection import Projection, projection
 from ..language.queries import CompiledQuery, RefKind
+from ..language.statements import ClauseKind
 from ..storage.parts import Embedded
 from .execute import QueryRunner
 from .timeline import Timeline
@@ -33,7 +34,7 @@ class Fusion:
     placeholder: str
     sql: str
     column: str
-    hows: dict[int, tuple[str, CompiledQuery]]
+    hows: dict[int, tuple[ClauseKind, CompiledQuery]]
 
 
 def embed(fusions: list[Fusion], runner: QueryRunner, frame: DataFrame) -> tuple[DataFrame, Embedded]:
@@ -48,7 +49,7 @@ class Fuser:
     """Decides which views' parts are written with their source's."""
 
     def __init__(self, catalog: Catalog, timeline: Timeline, compiled: Callable[[ObjectDef], CompiledView],
-                 clause: Callable[[ObjectDef, int, bool], tuple[str, CompiledQuery]]) -> None:
+                 clause: Callable[[ObjectDef, int, bool], tuple[ClauseKind, CompiledQuery]]) -> None:
         self.catalog = catalog
         self.timeline = timeline
         self.compiled = compiled
@@ -99,7 +100,7 @@ class Fuser:
                 found.append(fusion)
         return found
 
-    def _fusion(self, source: ObjectDef, view: ObjectDef, hows: dict[int, tuple[str, CompiledQuery]]) -> Fusion | None:
+    def _fusion(self, source: ObjectDef, view: ObjectDef, hows: dict[int, tuple[ClauseKind, CompiledQuery]]) -> Fusion | None:
         column = f"__vdf_{view.id}"
         fields = [(f.name, f.dataType.simpleString()) for f in view.schema.fields]
         fused: dict[str, tuple[str, str]] = {}       # query text -> (placeholder, fused SQL)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -14,14 +15,15 @@ from tqdm.auto import tqdm
 
 from ..catalog.actions import Action, Part, Verified
 from ..catalog.catalog import Catalog
-from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta
+from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta, Slice
 from ..errors import ViewDFError
 from ..language.emptiness import EmptyWhen, empty_when
 from ..language.queries import CompiledQuery
+from ..language.statements import ClauseKind
 from ..storage.parts import EMPTY_CHECKSUM, Counted, PartStore
-from ..storage.slices import Slice
 from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import format_part, part_start
+from ..wording import plural
 from . import together
 from .collection import fewer_full_collections
 from .execute import QueryRunner, explain_text
@@ -30,10 +32,11 @@ from .ranges import (RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, Ra
                      paced_parts, plan_range)
 from .reports import ReferenceReport, StepReport
 from .timeline import ResolvedRef, Timeline, check_retained, existing
-from .views import CompiledView, ViewDefiner, compile_existing, same_clause
+from .views import CompiledView, ViewDefiner, compile_existing
 
 PROGRESS_MIN_STEPS = 10
 HISTORY_SIZE = 500
+_STEP_CONTEXT = re.compile(r"^computing \S+\[-?\d+\] \([A-Z ]+\): ")   # what ``_prepare`` puts before a step's error
 
 
 def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
@@ -55,6 +58,41 @@ class MaintenanceFailure:
     def __str__(self) -> str:
         return f"maintaining {self.view} failed: {self.error.message}"
 
+    @property
+    def reason(self) -> str:
+        """The error's first sentence, without the step it names (``Division by zero``)."""
+        return _STEP_CONTEXT.sub("", self.error.message).split(". ", 1)[0].rstrip(".")
+
+
+@dataclass(frozen=True)
+class Lag:
+    """Why a view lacks parts its sources allow: its part ``failure`` names could not be computed (in this
+    session's latest maintenance), its next ``ready`` parts could be computed but are not (manual
+    maintenance, or a failure upstream), or it reads, directly or through other views, ``waiting_for``
+    views that lag themselves. Waiting for rows a source has not got is not lag."""
+
+    view: ObjectDef
+    failure: MaintenanceFailure | None
+    ready: int
+    waiting_for: tuple[str, ...]
+
+    @property
+    def own(self) -> bool:
+        """Whether the view lags by itself, not only because views it reads do."""
+        return self.failure is not None or self.ready > 0
+
+    @property
+    def state(self) -> str:
+        """SHOW VIEWS' state: ``failed at <part>: <reason>``, ``3 parts behind``, ``waiting for Helper``."""
+        phrases = []
+        if self.failure is not None:
+            phrases.append(f"failed at {format_part(self.failure.subscript, self.view.length)}: {self.failure.reason}")
+        elif self.ready:
+            phrases.append(f"{plural(self.ready, 'part')} behind")
+        if self.waiting_for:
+            phrases.append(f"waiting for {', '.join(self.waiting_for)}")
+        return ", ".join(phrases)
+
 
 class Written(NamedTuple):
     """What a step's Spark job stored: its folder ("" when nothing), what it holds of the part (key None)
@@ -71,7 +109,7 @@ class PendingStep:
 
     view: ObjectDef
     subscript: int
-    how: str                      # initialize, update or recompute
+    how: ClauseKind               # the clause that computes the part
     query: CompiledQuery
     refs: list[ResolvedRef]
     ready: bool
@@ -150,7 +188,7 @@ class Maintainer:
             self._compiled[definition.key] = cached
         return cached
 
-    def clause(self, definition: ObjectDef, subscript: int, has_parts: bool) -> tuple[str, CompiledQuery]:
+    def clause(self, definition: ObjectDef, subscript: int, has_parts: bool) -> tuple[ClauseKind, CompiledQuery]:
         """The clause that computes ``definition``'s part ``subscript`` (``has_parts``: some part comes before
         it), the guarded UPDATE where the stream parts its guard names are unique."""
         return self.compiled(definition).clause(subscript, has_parts, self.timeline.uniqueness(definition, subscript))
@@ -220,11 +258,43 @@ class Maintainer:
             stamp = part_start(step.subscript, definition.length)
             for ref, summary in zip(step.refs, self._reference_reports(step)):
                 rows.append({"view": definition.name, "next_part": step.subscript, "part_timestamp": stamp,
-                             "clause": step.how.upper(), "reference": summary.written,
+                             "clause": step.how.label, "reference": summary.written,
                              "resolves_to": summary.resolved, "exists": self.timeline.available(ref, definition),
                              "ready": step.ready})
         return pd.DataFrame(rows, columns=["view", "next_part", "part_timestamp", "clause", "reference",
                                            "resolves_to", "exists", "ready"])
+
+    def ready_parts(self, definition: ObjectDef) -> int:
+        """How many of the view's next parts could be computed now, NEXT[V] on, found by bisection (a later
+        part reads later parts, so once a part is not ready, none after it is)."""
+        step = self.pending_step(definition)
+        horizon = self.timeline.horizon()
+        if step is None or not step.ready or horizon is None:
+            return 0
+        first, last = step.subscript, -(-horizon // definition.length) - 1    # the last part before the horizon
+        while first < last:
+            middle = (first + last + 1) // 2
+            if self._step_at(definition, middle, True).ready:
+                first = middle
+            else:
+                last = middle - 1
+        return first - step.subscript + 1
+
+    def lags(self) -> dict[str, Lag]:
+        """The views (by key) that lag (``Lag``); a view missing is up to date."""
+        failures = {failure.view.lower(): failure for failure in self.failures}
+        lags: dict[str, Lag] = {}
+        for definition in self.catalog.views():         # sources before the views that read them
+            waiting: list[str] = []
+            for source in definition.sources:        # not the view itself: it is not in ``lags`` yet
+                lag = lags.get(source.lower())
+                if lag is not None:
+                    waiting += [lag.view.name] if lag.own else lag.waiting_for
+            lag = Lag(definition, failures.get(definition.key), self.ready_parts(definition),
+                      tuple(dict.fromkeys(waiting)))
+            if lag.own or lag.waiting_for:
+                lags[definition.key] = lag
+        return lags
 
     # -- computing -----------------------------------------------------------------------
     def cascade(self) -> list[StepReport]:
@@ -288,7 +358,7 @@ class Maintainer:
     def _advance(self, step: PendingStep, plan: bool, limit: int | None, barred: set[str] | None) -> list[StepReport]:
         """Compute ``step``'s part, or the run of ready parts it starts when the view has a range plan;
         with ``barred`` (views not to fuse), with the views fused into it."""
-        if self.range_steps and not plan and step.how != "initialize" and step.view.key not in self._range_failed:
+        if self.range_steps and not plan and step.how is not ClauseKind.INITIALIZE and step.view.key not in self._range_failed:
             ranged = self.range_plan(step.view)
             run = self._ready_run(step, ranged, limit) if ranged.lifted else []
             if len(run) > 1:
@@ -318,7 +388,7 @@ class Maintainer:
 
     def _run_length(self, step: PendingStep) -> int:
         """How many parts ``_advance`` computes from ``step`` on (1 without a range step)."""
-        if not self.range_steps or step.how == "initialize" or step.view.key in self._range_failed:
+        if not self.range_steps or step.how is ClauseKind.INITIALIZE or step.view.key in self._range_failed:
             return 1
         ranged = self.range_plan(step.view)
         return len(self._ready_run(step, ranged, None)) if ranged.lifted else 1
@@ -384,12 +454,12 @@ class Maintainer:
         most = RANGE_PARTS if limit is None else min(limit, RANGE_PARTS)
         if not self.catalog.in_transaction:
             most = min(most, paced_parts(self._range_pace.get(definition.key)))
-        work = RANGE_CLAUSE_WORK if ranged.clause == "RANGE" else None
+        work = RANGE_CLAUSE_WORK if ranged.clause is ClauseKind.RANGE else None
         run: list[PendingStep] = []
         rows = 0
         subscript = step.subscript
         while len(run) < most and subscript * definition.length < horizon:
-            if ranged.how == "update" and view.clause(subscript, True)[0] != "update":
+            if ranged.how is ClauseKind.UPDATE and view.clause(subscript, True)[0] is not ClauseKind.UPDATE:
                 break
             refs = self.timeline.resolve(ranged.query, definition, subscript)
             if not all(self.timeline.available(ref, definition) for ref in refs):
@@ -510,8 +580,8 @@ class Maintainer:
                                 Written("", {None: Counted(previous_part.rows, previous_part.checksum)}, ()),
                                 folders=previous_part.folders)
         self.catalog.flush()      # parts recorded without a job so far are published before this one
-        bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.upper()})",
-                                 schema=definition.schema, clause=how.upper())
+        bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.label})",
+                                 schema=definition.schema, clause=how.label)
         with bound.running():
             stamped = self.store.stamp(definition, subscript, bound.frame)
             fused = None
@@ -540,7 +610,7 @@ class Maintainer:
         meta, report = self._recorded(step, written.get(None), folder, (subscript, subscript), seconds,
                                       prepared.lineage, folders=prepared.folders)
         report = dataclasses.replace(report, plan=prepared.plan)
-        if previous is not None and previous.checksum == meta.checksum and previous.how == how:
+        if previous is not None and previous.checksum == meta.checksum and previous.how is how:
             if folder:
                 self.store.fs.delete(folder)
             self.catalog.commit([Verified(definition.key, subscript)])
@@ -583,7 +653,7 @@ class Maintainer:
         """The view's previous part, when its UNCHANGED WHEN inputs are empty at ``step``'s UPDATE, with the
         reason in words; its rows are then the new part's too (a slice read as another part is stamped
         as that part), and no Spark job runs. Not for a previous part stored before slices existed."""
-        if not self.jobless_empty_parts or not same_clause(step.how, "update"):
+        if not self.jobless_empty_parts or not step.how.same_clause(ClauseKind.UPDATE):
             return None
         because = self._declared(step, self.compiled(step.view).unchanged_when)
         previous = self.catalog.state(step.view.name).parts.get(step.subscript - 1)
@@ -607,10 +677,11 @@ class Maintainer:
     def jobless_summary(self, definition: ObjectDef) -> str:
         """EXPLAIN VIEW's sentences on which of the view's parts are recorded without a Spark job."""
         view = self.compiled(definition)
-        clauses = [("INITIALIZE", view.initialize), ("UPDATE", view.update), ("RECOMPUTE", view.recompute)]
-        rules = [(name, query, empty_rule(query)) for name, query in clauses if query is not None]
-        known = [f"{name} when {rule.describe({b.placeholder: b.text for b in query.bindings})}"
-                 for name, query, rule in rules if not rule.never]
+        clauses = [(ClauseKind.INITIALIZE, view.initialize), (ClauseKind.UPDATE, view.update),
+                   (ClauseKind.RECOMPUTE, view.recompute)]
+        rules = [(kind, query, empty_rule(query)) for kind, query in clauses if query is not None]
+        known = [f"{kind.label} when {rule.describe({b.placeholder: b.text for b in query.bindings})}"
+                 for kind, query, rule in rules if not rule.never]
         if view.empty_when is not None:
             known.append(f"any part when {view.empty_when.fragment.text} (declared EMPTY WHEN)")
         if not known:
@@ -650,5 +721,5 @@ class Maintainer:
         refs = self.timeline.resolve(view.recompute, definition, subscript, scope)
         context = f"recomputing {definition.name}[{subscript}] ({format_part(subscript, definition.length)})"
         with self.runner.bound(view.recompute, refs, context=context, schema=definition.schema,
-                               clause="RECOMPUTE") as frame:
+                               clause=ClauseKind.RECOMPUTE.label) as frame:
             return frame.localCheckpoint()

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -34,6 +34,7 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from ..language.lifting import INPUT_PART, lift
 from ..language.queries import CompiledQuery, RefKind
+from ..language.statements import ClauseKind
 from ..storage.parts import Counted, PartStore
 from ..storage.slices import PART_COLUMN
 from ..timeparts import subscript_sql
@@ -65,8 +66,8 @@ class RangePlan:
     """How a view's runs of parts are computed: ``query`` lifted to ``sql``, each part recorded as
     computed by clause ``how``; or, when ``sql`` is None, ``reason`` says why it steps part by part."""
 
-    how: str = ""
-    clause: str = ""              # the clause run: UPDATE or RECOMPUTE (lifted), or RANGE (as written)
+    how: ClauseKind = ClauseKind.UPDATE
+    clause: ClauseKind = ClauseKind.UPDATE   # the clause run: UPDATE or RECOMPUTE (lifted), or RANGE (as written)
     query: CompiledQuery | None = None
     sql: str | None = None
     offsets: dict[str, tuple[int, int]] = field(default_factory=dict)    # placeholder -> (a, b) of X[j+a .. j+b]
@@ -80,9 +81,9 @@ class RangePlan:
         """EXPLAIN VIEW's sentence on the plan."""
         if not self.lifted:
             return f"{name} is computed one part per step: {self.reason}."
-        clause = {"RECOMPUTE": "lifted from its RECOMPUTE query (the same parts without reading its own "
-                               "earlier parts)",
-                  "UPDATE": "lifted from its UPDATE query", "RANGE": "its RANGE clause"}[self.clause]
+        clause = {ClauseKind.RECOMPUTE: "lifted from its RECOMPUTE query (the same parts without reading its own "
+                                        "earlier parts)",
+                  ClauseKind.UPDATE: "lifted from its UPDATE query", ClauseKind.RANGE: "its RANGE clause"}[self.clause]
         return (f"Runs of ready parts of {name} are computed in one Spark job each (a range step, {clause}); "
                 f"one part at a time when only one is ready.")
 
@@ -99,7 +100,7 @@ def _reads_itself(query: CompiledQuery, definition: ObjectDef) -> bool:
 def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
     """The range plan of a view (or why it has none)."""
     definition = view.definition
-    query, how = view.update, "update"
+    query, how = view.update, ClauseKind.UPDATE
     if view.range is not None:
         query = view.range
     elif _reads_itself(query, definition):
@@ -107,11 +108,11 @@ def plan_range(view: CompiledView, catalog: Catalog) -> RangePlan:
         if definition.owner is None or view.recompute is None or _reads_itself(view.recompute, definition):
             return RangePlan(reason=f"its UPDATE reads its own earlier parts ({', '.join(own)}), "
                                     f"so each part waits for the one before")
-        query, how = view.recompute, "recompute"
+        query, how = view.recompute, ClauseKind.RECOMPUTE
     return plan_query(view, query, how, catalog)
 
 
-def plan_query(view: CompiledView, query: CompiledQuery, how: str, catalog: Catalog) -> RangePlan:
+def plan_query(view: CompiledView, query: CompiledQuery, how: ClauseKind, catalog: Catalog) -> RangePlan:
     """The range plan that computes runs of ``view``'s parts with ``query`` (its clause ``how``; a RANGE
     clause as written, any other lifted), or why it cannot."""
     definition = view.definition
@@ -140,11 +141,11 @@ def plan_query(view: CompiledView, query: CompiledQuery, how: str, catalog: Cata
                                     f"in a 64-bit column")
         offsets[binding.placeholder] = (low, high)
     if query is view.range:
-        return RangePlan(how, "RANGE", query, query.sql, offsets)
+        return RangePlan(how, ClauseKind.RANGE, query, query.sql, offsets)
     lifted = lift(query.sql, frozenset(offsets))
     if lifted.sql is None:
-        return RangePlan(reason=f"its {how.upper()} query cannot be lifted to many parts: {lifted.reason}")
-    return RangePlan(how, how.upper(), query, lifted.sql, offsets)
+        return RangePlan(reason=f"its {how.label} query cannot be lifted to many parts: {lifted.reason}")
+    return RangePlan(how, how, query, lifted.sql, offsets)
 
 
 def paced_parts(seconds_per_part: float | None) -> int:
@@ -183,15 +184,18 @@ class RangeRunner:
             return self.store.write_range(definition, frame, embedded)
 
     @contextmanager
-    def frame(self, definition: ObjectDef, plan: RangePlan, first: int, last: int) -> Iterator[DataFrame]:
+    def frame(self, definition: ObjectDef, plan: RangePlan, first: int, last: int,
+              given: Mapping[str, DataFrame] | None = None) -> Iterator[DataFrame]:
         """Parts ``first .. last`` computed by ``plan``: the view's columns, each row's part in ``__part`` and
-        PART_TIMESTAMP; usable inside the block (its inputs are named there). Spark's errors, there too, raise
-        RangeFailed."""
+        PART_TIMESTAMP; usable inside the block (its inputs are named there). ``given`` holds the data of some
+        placeholders. Spark's errors, there too, raise RangeFailed."""
         assert plan.query is not None and plan.sql is not None
-        frames = {}
+        frames = dict(given or {})
         for binding in plan.query.bindings:
             source = self.catalog.get(binding.name)
             assert source is not None
+            if binding.placeholder in frames:
+                continue
             if binding.name.lower() == definition.key:      # a RANGE clause's V[j-1]: the part before the run
                 frames[binding.placeholder] = self.store.read_parts(source, self.catalog.state(source.name),
                                                                     [first - 1])
@@ -205,7 +209,7 @@ class RangeRunner:
         try:
             with self.runner.named(frames) as sql:
                 output = sql(text)
-                prefix = conform_prefix(output.schema, definition.schema, plan.query, plan.clause,
+                prefix = conform_prefix(output.schema, definition.schema, plan.query, plan.clause.label,
                                         carried=PART_COLUMN)
                 columns = ", ".join(f"_c{k}" for k in range(len(output.columns)))
                 frame = self.store.stamp_run(definition, sql(f"{prefix}{text}\n) AS __vdf_output({columns})"))

@@ -21,7 +21,6 @@ from ..wording import plural
 from .maintainer import MaintenanceFailure, Maintainer, PendingStep
 from .reports import StepReport
 from .timeline import existing
-from .views import same_clause
 
 REPAIR_SETTING = "repair"     # catalog setting: {"since": epoch seconds, "version": catalog version}
 
@@ -121,7 +120,7 @@ class Repairer:
             inputs = [(ref.definition, s) for ref in refs if ref.definition.partitioned
                       for s in existing(ref.subscripts, self.catalog.state(ref.definition.name).parts)]
             affected = any(self._touched(d, s, version, touched) for d, s in inputs)
-            stale = (previous is None or not same_clause(previous.how, how)
+            stale = (previous is None or not previous.how.same_clause(how)
                      or any(self._changed(d, s) > previous.verified for d, s in inputs))
             if stale and not all(self.timeline.available(ref, definition) for ref in refs):
                 report.deferred += 1

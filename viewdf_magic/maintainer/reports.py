@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Sequence
 import pandas as pd
 
 from ..catalog.model import LineageRange
+from ..language.statements import ClauseKind
 from ..wording import plural
 
 
@@ -38,7 +39,7 @@ class StepReport:
     view: str
     subscript: int
     part_timestamp: pd.Timestamp
-    how: str                      # initialize, update or recompute
+    how: ClauseKind               # the clause that computed the part
     rows: int
     seconds: float
     lineage: tuple[LineageRange, ...]
@@ -59,7 +60,7 @@ class StepReport:
         repair = f" after late data ({self.repair})" if self.repair else ""
         took = f"in {self.fused_into}'s Spark job" if self.fused_into else f"in {self.seconds:.3f}s"
         return (f"{self.view}[{self.subscript}] ({self.part_timestamp:%Y-%m-%d %H:%M:%S}) "
-                f"{self.how.upper()}{repair}: {plural(self.rows, 'row')} {took}")
+                f"{self.how.label}{repair}: {plural(self.rows, 'row')} {took}")
 
     def __str__(self) -> str:
         read = ", ".join(r.text for r in self.lineage) or "nothing"

@@ -20,14 +20,6 @@ from .execute import QueryRunner
 from ..storage.spark_errors import spark_error
 from .timeline import ResolvedRef, Timeline
 
-UNIQUE_UPDATE = ClauseKind.UPDATE_WHEN_UNIQUE.value   # a part computed by UPDATE .. WHEN .. IS UNIQUE
-
-
-def same_clause(how: str, other: str) -> bool:
-    """Whether two parts were computed by the same clause, counting both UPDATEs as one (same rows)."""
-    return how.split()[0] == other.split()[0]
-
-
 # Part subscripts at which reference arithmetic is checked for future and cyclic references.
 _SAMPLE_SUBSCRIPTS = (1_000_000, 1_000_001, 1_000_059, 23_667_840, 23_667_899, 394_464)
 
@@ -49,18 +41,18 @@ class CompiledView:
     unique_columns: tuple[str, ...] = ()          # its columns, as X's schema spells them
 
     def clause(self, subscript: int, has_parts: bool,
-               unique: Callable[[CompiledQuery, tuple[str, ...]], bool] | None = None) -> tuple[str, CompiledQuery]:
+               unique: Callable[[CompiledQuery, tuple[str, ...]], bool] | None = None) -> tuple[ClauseKind, CompiledQuery]:
         """Which query computes part ``subscript``: INITIALIZE first, then UPDATE, with RECOMPUTE
         every ``refresh_every`` parts (it bounds the drift of floating-point running sums); the UPDATE
         WHEN .. IS UNIQUE clause where ``unique`` says its guard holds at the part."""
         if not has_parts:
-            return "initialize", self.initialize
+            return ClauseKind.INITIALIZE, self.initialize
         if self.refresh_every and self.recompute is not None and subscript % self.refresh_every == 0:
-            return "recompute", self.recompute
+            return ClauseKind.RECOMPUTE, self.recompute
         if self.unique_update is not None and self.unique_guard is not None and unique is not None \
                 and unique(self.unique_guard, self.unique_columns):
-            return UNIQUE_UPDATE, self.unique_update
-        return "update", self.update
+            return ClauseKind.UPDATE_WHEN_UNIQUE, self.unique_update
+        return ClauseKind.UPDATE, self.update
 
 
 def catalog_lookup(catalog: Catalog) -> Lookup:
@@ -78,7 +70,7 @@ def catalog_lookup(catalog: Catalog) -> Lookup:
 
 
 def _compile_clause(clause: DeltaQuery, lookup: Lookup, name: str) -> CompiledQuery:
-    scope = Scope.RECOMPUTE if clause.clause == "RECOMPUTE" else Scope.DELTA     # RANGE reads as UPDATE does
+    scope = Scope.RECOMPUTE if clause.clause is ClauseKind.RECOMPUTE else Scope.DELTA     # RANGE reads as UPDATE does
     return compile_query(clause.query, lookup, scope, clause.variable, name)
 
 
@@ -166,14 +158,14 @@ class ViewDefiner:
         draft = ObjectDef("view", name.text, uuid.uuid4().hex[:12], StructType([]).json(),
                           statement.fragment.text, time.time(), length,
                           sources=tuple(s.name for s in sources))
-        self._check_references(initialize, draft, "INITIALIZE")
-        self._check_references(update, draft, "UPDATE")
+        self._check_references(initialize, draft, ClauseKind.INITIALIZE)
+        self._check_references(update, draft, ClauseKind.UPDATE)
         if recompute:
-            self._check_references(recompute, draft, "RECOMPUTE")
+            self._check_references(recompute, draft, ClauseKind.RECOMPUTE)
         if ranged:
-            self._check_references(ranged, draft, "RANGE")
+            self._check_references(ranged, draft, ClauseKind.RANGE)
         if unique_update and guard:
-            self._check_references(unique_update, draft, "UPDATE")
+            self._check_references(unique_update, draft, ClauseKind.UPDATE)
             self._check_references(guard, draft, "UNIQUE WHEN")
         for declared, clause in ((statement.unchanged_when, "UNCHANGED WHEN"), (statement.empty_when, "EMPTY WHEN")):
             compiled = _compile_declaration(declared, statement, lookup)
@@ -181,8 +173,8 @@ class ViewDefiner:
                 self._check_references(compiled, draft, clause)
         schema = self._infer_schema(initialize, update, recompute, draft)
         if unique_update:
-            analyzed = self._analyze(unique_update, replace(draft, schema_json=schema.json()), "UPDATE")
-            schema = self._widen(schema, analyzed, unique_update, "UPDATE")
+            analyzed = self._analyze(unique_update, replace(draft, schema_json=schema.json()), ClauseKind.UPDATE)
+            schema = self._widen(schema, analyzed, unique_update, ClauseKind.UPDATE)
         draft = replace(draft, schema_json=schema.json())
         if statement.start_at_latest:
             draft = replace(draft, start=self._latest_start(draft, partitioned))
@@ -197,15 +189,18 @@ class ViewDefiner:
                     seen.setdefault(definition.key, definition)
         return list(seen.values())
 
-    def _check_references(self, query: CompiledQuery, view: ObjectDef, clause: str) -> None:
+    def _check_references(self, query: CompiledQuery, view: ObjectDef, clause: ClauseKind | str) -> None:
+        """Refuse future and cyclic references of ``query``, a clause of kind ``clause`` or the references
+        of a declaration (``clause`` is its text: ``EMPTY WHEN``)."""
         fragment = query.fragment
+        name = clause.label if isinstance(clause, ClauseKind) else clause
         for binding in query.bindings:
             is_self = binding.name.lower() == view.key
-            if is_self and clause.endswith(" WHEN"):
-                raise fragment.error(f"{clause} names inputs of {view.name}, not its own parts", binding.start,
+            if is_self and not isinstance(clause, ClauseKind):
+                raise fragment.error(f"{name} names inputs of {view.name}, not its own parts", binding.start,
                                      binding.end)
-            if is_self and clause not in ("UPDATE", "RANGE"):
-                raise fragment.error(f"{clause} cannot read {view.name}'s own parts; only UPDATE can "
+            if is_self and clause not in (ClauseKind.UPDATE, ClauseKind.RANGE):
+                raise fragment.error(f"{name} cannot read {view.name}'s own parts; only UPDATE can "
                                      f"(e.g. {view.name}[j-1])", binding.start, binding.end)
             if binding.kind is not RefKind.PARTS or binding.upper is None:
                 continue
@@ -224,10 +219,10 @@ class ViewDefiner:
                         f"earlier parts", binding.start, binding.end)
                 if not is_self and upper * source.length >= (j + 1) * view.length:
                     raise fragment.error(
-                        f"{clause} references a future part: {binding.text} starts after "
+                        f"{name} references a future part: {binding.text} starts after "
                         f"{view.name}[{query.variable}] ends", binding.start, binding.end)
 
-    def _analyze(self, query: CompiledQuery, view: ObjectDef, clause: str) -> StructType:
+    def _analyze(self, query: CompiledQuery, view: ObjectDef, clause: ClauseKind) -> StructType:
         """The output schema of ``query`` over empty inputs (analysis only, no Spark job)."""
         refs, frames = [], {}
         for binding in query.bindings:
@@ -236,22 +231,22 @@ class ViewDefiner:
             ref = ResolvedRef(binding, cast(ObjectDef, definition))
             refs.append(ref)
             frames[binding.placeholder] = self.runner.frame(ref, empty=True)
-        with self.runner.bound(query, refs, frames, context=f"in {clause}") as frame:
+        with self.runner.bound(query, refs, frames, context=f"in {clause.label}") as frame:
             return frame.schema
 
     def _infer_schema(self, initialize: CompiledQuery, update: CompiledQuery,
                       recompute: CompiledQuery | None, draft: ObjectDef) -> StructType:
-        schema = self._view_schema(self._analyze(initialize, draft, "INITIALIZE"), initialize)
+        schema = self._view_schema(self._analyze(initialize, draft, ClauseKind.INITIALIZE), initialize)
         for _ in range(4):
             view = replace(draft, schema_json=schema.json())
-            updated = self._analyze(update, view, "UPDATE")
-            widened = self._widen(schema, updated, update, "UPDATE")
+            updated = self._analyze(update, view, ClauseKind.UPDATE)
+            widened = self._widen(schema, updated, update, ClauseKind.UPDATE)
             if widened == schema:
                 break
             schema = widened
         if recompute is not None:
             self._widen(schema, self._analyze(recompute, replace(draft, schema_json=schema.json()),
-                                              "RECOMPUTE"), recompute, "RECOMPUTE")
+                                              ClauseKind.RECOMPUTE), recompute, ClauseKind.RECOMPUTE)
         return schema
 
     def _view_schema(self, output: StructType, query: CompiledQuery) -> StructType:
@@ -264,12 +259,12 @@ class ViewDefiner:
             seen.add(field.name.lower())
         return StructType([StructField(f.name, f.dataType, True) for f in fields])
 
-    def _widen(self, schema: StructType, output: StructType, query: CompiledQuery, clause: str) -> StructType:
+    def _widen(self, schema: StructType, output: StructType, query: CompiledQuery, clause: ClauseKind) -> StructType:
         fields = [f for f in output.fields if f.name.upper() != PART_TIMESTAMP]
         if len(fields) != len(schema.fields):
             names = ", ".join(f.name for f in fields)
             raise query.rewritten.error(
-                f"{clause} returns {len(fields)} columns ({names}) but INITIALIZE returns "
+                f"{clause.label} returns {len(fields)} columns ({names}) but INITIALIZE returns "
                 f"{len(schema.fields)} ({', '.join(schema.fieldNames())}); columns are matched by position")
         spark = self.runner.spark
         left = spark.createDataFrame([], schema)
@@ -279,7 +274,7 @@ class ViewDefiner:
             union = left.union(right).schema
         except PySparkException as exc:
             raise spark_error(exc, query.rewritten, query.bindings,
-                              f"{clause} column types do not match INITIALIZE's") from None
+                              f"{clause.label} column types do not match INITIALIZE's") from None
         return StructType([StructField(f.name, f.dataType, True) for f in union.fields])
 
     def _latest_start(self, draft: ObjectDef, sources: list[ObjectDef]) -> int | None:

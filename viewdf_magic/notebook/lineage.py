@@ -18,7 +18,7 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..language.parser import parse
-from ..language.statements import ClauseKind, CreateViewDF
+from ..language.statements import CreateViewDF
 from ..timeparts import format_part
 from ..warehouse import Warehouse
 from ..wording import plural
@@ -68,11 +68,11 @@ def producing_query(definition: ObjectDef, meta: PartMeta | None) -> str:
         return "not computed yet"
     [statement] = parse(definition.definition)
     assert isinstance(statement, CreateViewDF)         # a stored view's definition is its ViewDF
-    clause = statement.clause_for(ClauseKind(meta.how))
+    clause = statement.clause_for(meta.how)
     assert clause is not None                          # the clause that computed a stored part exists
     guard = "" if clause.guard is None else \
         f" WHEN {clause.guard.part.text} IS UNIQUE ({', '.join(c.text for c in clause.guard.columns)})"
-    text = f"{clause.clause} {clause.head.text}[{clause.variable}]{guard} AS\n  {clause.query.text.strip()}"
+    text = f"{clause.clause.label} {clause.head.text}[{clause.variable}]{guard} AS\n  {clause.query.text.strip()}"
     if definition.origin:
         text += f"\n\n-- translated from:\n{definition.origin.strip()}"
     return text

@@ -159,6 +159,8 @@ class ViewDF(Magics):
             last, final_query = self._run(warehouse, text, count, args.explain)
             if store_in is not None:
                 self._store(store_in, warehouse, last)
+            if final_query is not None and final_query.note and (capture is not None or self.autopandas):
+                print(final_query.note, file=sys.stderr)     # its rows are not shown with it
             if final_query is None or capture is not None:
                 return None
             return self._returned_value(final_query)      # its rows are fetched here, so errors fail the cell

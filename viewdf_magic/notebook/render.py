@@ -51,6 +51,7 @@ class ResultView:
     detail: str | None
     rows: pd.DataFrame | None
     footer: str | None                # the row count, or the notice that rows were cut
+    note: str | None                  # a query's line on the views it reads that are not up to date
     figure: str | None                # an SVG drawing
     tables: list[tuple[str, pd.DataFrame]]   # further titled tables
     steps: str | None                 # one line naming the view parts computed...
@@ -72,16 +73,16 @@ class ResultView:
             footer = (f"Showing the first {len(rows)} rows; more exist. {hint}" if cut else
                       f"({len(rows)} row{'' if len(rows) == 1 else 's'})")
         if isinstance(result.statement, Step) and len(result.steps) <= DETAILED_STEPS:
-            return cls(result.message, result.detail, rows, footer, result.figure, result.tables, None,
-                       result.steps, result.sections)
-        return cls(result.message, result.detail, rows, footer, result.figure, result.tables,
+            return cls(result.message, result.detail, rows, footer, result.note, result.figure, result.tables,
+                       None, result.steps, result.sections)
+        return cls(result.message, result.detail, rows, footer, result.note, result.figure, result.tables,
                    steps_summary(result.steps, result.maintenance_seconds), [], result.sections)
 
     def text(self) -> str:
         """The plain-text form, as printed by ``viewdf run`` and shown in terminals."""
         extra = [f"{title}:\n{table_text(table)}" for title, table in self.tables]
         parts = [self.message, *extra, self.detail, None if self.rows is None else table_text(self.rows),
-                 self.footer, self.steps, *(report.text() for report in self.reports),
+                 self.footer, self.note, self.steps, *(report.text() for report in self.reports),
                  *(f"\n--- {title} ---\n{text}" for title, text in self.sections)]
         return "\n".join(part for part in parts if part)
 
@@ -100,6 +101,8 @@ class ResultView:
             parts.append(self.rows.to_html(index=False, border=0, classes="dataframe viewdf"))
         if self.footer:
             parts.append(f"<div><em>{html.escape(self.footer)}</em></div>")
+        if self.note:
+            parts.append(f"<div class='viewdf-note' style='color: #b45309'>{html.escape(self.note)}</div>")
         if self.steps:
             parts.append(f"<div style='color: gray'>{html.escape(self.steps)}</div>")
         parts += [report._repr_html_() for report in self.reports]

@@ -20,10 +20,10 @@ from pyspark.sql.column import Column
 from pyspark.sql.types import LongType, MapType, StructField, StructType, TimestampType
 
 from ..catalog.filesystem import FileSystem
-from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState
+from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState, Slice
 from ..language.tokens import quote_name
 from ..timeparts import subscript_sql
-from .slices import PART_COLUMN, Scan, Slice, Wanted, plan_scans
+from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
 def row_hash(columns: list[Column], schema: StructType) -> Column:
     """A row's hash over ``columns`` (typed by ``schema``); NULL flags keep (NULL, 1) apart from (1, NULL)."""

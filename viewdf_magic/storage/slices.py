@@ -1,15 +1,4 @@
-"""Where a part's rows are: slices of data folders, and how a read of many parts groups them into scans.
-
-A part's ``PartMeta.folders`` lists slices as text. A folder (``data/<object id>/<write>``) is what one
-Spark write created; it may hold the rows of a run of parts, each row with its part number in the
-physical column ``__part``, sorted by it:
-
-* ``<folder>#<s>[<a>,<b>]`` — the rows of part ``s`` in a folder written for parts ``a .. b``. Read for
-  another part ``t`` (a part that carries part ``s``'s rows over unchanged), the rows are stamped ``t``.
-* ``...@<column>`` — embedded rows: the struct column ``<column>`` of the folder's rows, where it is not
-  NULL (a view whose part is a projection of its source's part, written in the source's Spark job).
-* ``<folder>`` alone — written before slices existed: the whole folder (or a ``__part=<s>`` sub-folder
-  of an older range step or stream batch) is the part's, and has no ``__part`` column.
+"""How a read of many parts groups their slices (``catalog.model.Slice``: where a part's rows are) into scans.
 
 Reading several parts reads all slices of one embedded column with one Parquet scan whenever that is
 safe: a folder joins the shared scan unless it holds rows of a wanted part that it is no longer read for
@@ -19,51 +8,12 @@ safe: a folder joins the shared scan unless it holds rows of a wanted part that 
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass
 from typing import cast
 
+from ..catalog.model import Slice
+
 PART_COLUMN = "__part"
-
-_SLICE = re.compile(r"(?P<folder>[^#@\[\]]+)(?:#(?P<part>-?\d+)\[(?P<first>-?\d+),(?P<last>-?\d+)\])?"
-                    r"(?:@(?P<column>\w+))?")
-
-
-@dataclass(frozen=True)
-class Slice:
-    """Rows of one part in one folder (see the module's docstring)."""
-
-    folder: str
-    part: int | None = None        # None: a whole folder of the older layout
-    first: int = 0                 # the parts the folder's write held
-    last: int = 0
-    column: str | None = None      # embedded rows: a struct column of the folder
-
-    @property
-    def text(self) -> str:
-        text = self.folder
-        if self.part is not None:
-            text += f"#{self.part}[{self.first},{self.last}]"
-        return text + (f"@{self.column}" if self.column else "")
-
-    @staticmethod
-    def parse(text: str) -> "Slice":
-        match = _SLICE.fullmatch(text)
-        if match is None:
-            raise ValueError(f"not a part slice: {text!r}")
-        part = match["part"]
-        if part is None:
-            return Slice(match["folder"], column=match["column"])
-        return Slice(match["folder"], int(part), int(match["first"]), int(match["last"]), match["column"])
-
-    def holds(self, part: int) -> bool:
-        """Whether the folder's write may have rows of ``part``."""
-        return self.part is not None and self.first <= part <= self.last
-
-
-def folder_of(text: str) -> str:
-    """The folder a slice's text names (the unit that is referenced, and deleted when no part references it)."""
-    return Slice.parse(text).folder
 
 
 @dataclass(frozen=True)

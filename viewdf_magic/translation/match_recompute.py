@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import count
 
+from ..language.lifting import INPUT_PART, lift
 from ..language.tokens import quote_name
 from ..timeparts import subscript_sql
 from .match_pattern import Alternation, Node, Repeat, Concat, Variable
@@ -220,12 +221,41 @@ def recompute_sql(search: Search, outputs: list[Output], all_rows: bool, stream:
     """RECOMPUTE V[j]: the matches that became final in part j, from the stream's history ``S[.. j]``; with
     ALL ROWS PER MATCH a row per mapped row (the start row for an empty match), RUNNING measures over the
     path up to it."""
+    ending = f"SELECT DISTINCT {_key_list(keys)}1 AS one FROM {quote_name(stream)}[j]"
+    return "\n".join([*_search_sql(search, outputs, all_rows, stream, partition_length, timestamp, columns, keys,
+                                    ending, "= element_at(R, -1).p", ""),
+                      outer("(SELECT * FROM final)")])
+
+
+def recompute_runs_sql(search: Search, outputs: list[Output], all_rows: bool, stream: str, partition_length: int,
+                       timestamp: str, columns: list[str], keys: list[str], outer: Callable[[str], str]) -> str | None:
+    """RECOMPUTE of every part from ``__vdf_first`` to ``j`` in one query (VERIFY VIEW), each row's part its last
+    column: one search over each partition's history ``S[.. j]``, each match in the part of the furthest row it
+    examined. The search up to part k stops where it needs a row after part k, and matches after that stop
+    have examined a later row, so the matches it keeps for part k are the whole history's. None when the
+    query around MATCH_RECOGNIZE cannot be lifted to many parts (language/lifting.py)."""
+    lifted = lift(outer("final"), frozenset({"final"}))
+    if lifted.sql is None:
+        return None
+    ending = f"SELECT DISTINCT {_key_list(keys)}1 AS one FROM events WHERE r.p >= __vdf_first"
+    return "\n".join([*_search_sql(search, outputs, all_rows, stream, partition_length, timestamp, columns, keys,
+                                    ending, ">= __vdf_first", f", element_at(R, o.seen).p AS {INPUT_PART}"),
+                      lifted.sql])
+
+
+def _key_list(keys: list[str]) -> str:
+    return "".join(f"{quote_name(k)}, " for k in keys)
+
+
+def _search_sql(search: Search, outputs: list[Output], all_rows: bool, stream: str, partition_length: int,
+                timestamp: str, columns: list[str], keys: list[str], ending: str, seen: str, part: str) -> list[str]:
+    """The CTEs up to ``final``: the matches of the partitions that have rows in ``ending`` whose furthest row's
+    part is ``seen``, with ``part`` after their columns."""
     key_names = [quote_name(k) for k in keys]
-    key_list = "".join(f"{k}, " for k in key_names)
+    key_list = _key_list(keys)
     group = f" GROUP BY {', '.join(key_names)}" if keys else ""
     same = " AND ".join(f"c.{k} <=> s.{k}" for k in key_names) or "true"
     event = "struct(" + ", ".join(quote_name(c) for c in columns) + ")"
-    part = subscript_sql(quote_name(timestamp), partition_length)
     number = "CAST(o.num AS bigint)"
 
     def value(output: Output) -> str:
@@ -236,13 +266,13 @@ def recompute_sql(search: Search, outputs: list[Output], all_rows: bool, stream:
     values = [f"{value(output)} AS {quote_name(output.name)}" for output in outputs]
     rows = (" LATERAL VIEW posexplode(IF(size(o.path) = 0, array(named_struct('i', o.start, 'v', 0)), o.path)) "
             "AS k, x" if all_rows else "")
-    return "\n".join([
-        f"WITH events AS (SELECT {key_list}named_struct('e', {event}, 'p', {part}) AS r FROM {quote_name(stream)}[.. j])",
+    return [
+        f"WITH events AS (SELECT {key_list}named_struct('e', {event}, 'p', "
+        f"{subscript_sql(quote_name(timestamp), partition_length)}) AS r FROM {quote_name(stream)}[.. j])",
         f", seqs AS (SELECT {key_list}array_sort(collect_list(r)) AS R FROM events{group})",
-        f", ending AS (SELECT DISTINCT {key_list}1 AS one FROM {quote_name(stream)}[j])",
+        f", ending AS ({ending})",
         f", searched AS (SELECT {key_list}R, o FROM (SELECT * FROM seqs AS s WHERE EXISTS (SELECT 1 FROM ending AS c "
         f"WHERE {same})) AS t LATERAL VIEW explode({search.matches()}) AS o)",
-        f", final AS (SELECT {key_list}{', '.join(values)} FROM searched{rows} "
-        f"WHERE element_at(R, o.seen).p = element_at(R, -1).p)",
-        outer("(SELECT * FROM final)"),
-    ])
+        f", final AS (SELECT {key_list}{', '.join(values)}{part} FROM searched{rows} "
+        f"WHERE element_at(R, o.seen).p {seen})",
+    ]

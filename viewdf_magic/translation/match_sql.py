@@ -63,6 +63,7 @@ class MatchTranslation:
     values: Values
     outputs: list[Output]                    # the view's columns after the keys
     recompute: str                           # the final view's RECOMPUTE query
+    recompute_runs: str | None               # RECOMPUTE of a run of parts in one query (VERIFY VIEW), if liftable
 
     @property
     def helper(self) -> str:

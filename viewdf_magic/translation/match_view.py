@@ -11,7 +11,7 @@ from sqlglot import exp
 
 from .match_pattern import automaton
 from .match_query import MatchQuery
-from .match_recompute import Search, recompute_sql
+from .match_recompute import Search, recompute_runs_sql, recompute_sql
 from .match_sql import HELPER_COLUMNS, MatchTranslation, position_slot
 from .match_state import Values
 from .match_terms import Output, Template, read_expression, term_type
@@ -108,7 +108,8 @@ def translate_match(name: str, query: MatchQuery, stream: StreamInfo, type_of: C
         values.need(position_slot({"TO FIRST": "fpos"}.get(skip.kind, "lpos"), skip.variable))
     search = Search(query.pattern, names, defines, (skip.kind, skip.variable), query.within, stream.timestamp,
                     lambda term: term_type(term, type_of))
-    recompute = recompute_sql(search, outputs, query.all_rows, stream.name, stream.partition_length, stream.timestamp,
-                              [c for c, _ in columns], keys, query.around)
+    searched = (search, outputs, query.all_rows, stream.name, stream.partition_length, stream.timestamp,
+                [c for c, _ in columns], keys, query.around)
     return MatchTranslation(name, query, automaton(query.pattern, query.fragment), stream.name,
-                            stream.partition_length, columns, keys, order, defines, values, outputs, recompute)
+                            stream.partition_length, columns, keys, order, defines, values, outputs,
+                            recompute_sql(*searched), recompute_runs_sql(*searched))

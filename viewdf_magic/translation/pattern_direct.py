@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from ..timeparts import subscript_sql
 from .pattern_query import AGGREGATES, PatternQuery, Variable
+from ..language.lifting import INPUT_PART, OUTPUT_PART
 from ..language.tokens import quote_name
 
 TypeOf = Callable[[str], str]      # SQL over columns qualified by __ev (aggregates allowed) -> type
@@ -198,23 +199,54 @@ class _Direct:
 def direct_sql(query: PatternQuery, stream: str, partition_length: int, timestamp: str, columns: list[str],
                type_of: TypeOf, history: str = ".. j", part: str = "j") -> str:
     """A query computing the pattern view's part ``part`` from ``stream[history]`` from scratch."""
+    return _direct_query(query, stream, partition_length, timestamp, columns, type_of, history, part)
+
+
+def direct_runs_sql(query: PatternQuery, stream: str, partition_length: int, timestamp: str, columns: list[str],
+                    type_of: TypeOf) -> str | None:
+    """The same search for every part from ``__vdf_first`` to ``j`` in one query (VERIFY VIEW): the history
+    ``stream[.. j]`` is grouped once, and each group's events up to each part it has events in are searched
+    as ``direct_sql`` searches them up to that part; each row's part is its last column. None without group
+    keys: ``direct_sql``'s aggregate then returns a row for a part without a match, which grouping by part
+    would not."""
+    if not query.keys:
+        return None
+    return _direct_query(query, stream, partition_length, timestamp, columns, type_of, ".. j", None)
+
+
+def _direct_query(query: PatternQuery, stream: str, partition_length: int, timestamp: str, columns: list[str],
+                  type_of: TypeOf, history: str, part: str | None) -> str:
+    """``direct_sql``'s query, or with ``part`` None ``direct_runs_sql``'s."""
     direct = _Direct(query, columns, type_of)
     keys = [quote_name(direct.names[k.lower()]) for k in query.keys]
-    key_list, group = (", ".join(keys) + ", ", " GROUP BY " + ", ".join(keys)) if keys else ("", "")
+    key_list = "".join(f"{k}, " for k in keys)
     same = " AND ".join(f"c.{k} <=> s.{k}" for k in keys) or "true"
     ordered = ", ".join(quote_name(c) for c in [timestamp] + [c for c in columns if c != timestamp])
     where = f" WHERE {query.filter_sql}" if query.filter_sql is not None else ""
     outputs = [f"{direct.output(node)} AS {quote_name(name)}" for name, node in query.items]
+    events = (f"WITH events AS (SELECT {key_list}struct({ordered}) AS e, "
+              f"{subscript_sql(quote_name(timestamp), partition_length)} AS part FROM {quote_name(stream)}[{history}]"
+              f"{where})")
+    grouped = f"FROM events{' GROUP BY ' + ', '.join(keys) if keys else ''}"
+    whole = "array_sort(collect_list(named_struct('e', e, 'part', part)))"
+    if part is None:        # each (group, part) searches its group's events up to that part
+        at, searched = f"{INPUT_PART}, ", "seqs AS t"
+        parts = [f", whole AS (SELECT {key_list}{whole} AS seq {grouped})",
+                 f", ending AS (SELECT DISTINCT {key_list}part AS {INPUT_PART} FROM events WHERE part >= __vdf_first)",
+                 f", seqs AS (SELECT {''.join(f'c.{k}, ' for k in keys)}c.{INPUT_PART}, slice(s.seq, 1, "
+                 f"size(filter(s.seq, z -> z.part <= c.{INPUT_PART}))) AS seq FROM ending AS c JOIN whole AS s "
+                 f"ON {same})"]
+    else:
+        at, searched = "", f"(SELECT * FROM seqs AS s WHERE EXISTS (SELECT 1 FROM ending AS c WHERE {same})) AS t"
+        parts = [f", seqs AS (SELECT {key_list}{whole} AS seq {grouped})",
+                 f", ending AS (SELECT DISTINCT {key_list}1 AS one FROM {quote_name(stream)}[{part}]{where})"]
+    by = [*keys, INPUT_PART] if part is None else keys
     return "\n".join([
-        f"WITH events AS (SELECT {key_list}struct({ordered}) AS e, {subscript_sql(quote_name(timestamp), partition_length)} "
-        f"AS part FROM {quote_name(stream)}[{history}]{where})",
-        f", seqs AS (SELECT {key_list}array_sort(collect_list(named_struct('e', e, 'part', part))) AS seq "
-        f"FROM events{group})",
-        f", ending AS (SELECT DISTINCT {key_list}1 AS one FROM {quote_name(stream)}[{part}]{where})",
+        events, *parts,
         # the search is bound once by LATERAL VIEW: a filter on b is not pushed below it as a copy
-        f", found AS (SELECT {key_list}seq, b FROM (SELECT * FROM seqs AS s WHERE EXISTS (SELECT 1 FROM ending AS c "
-        f"WHERE {same})) AS t LATERAL VIEW explode(array({direct.search()})) AS b)",
-        f", matched AS (SELECT {key_list}seq, b, pos + 1 AS o, x FROM found LATERAL VIEW posexplode(seq) AS pos, x "
+        f", found AS (SELECT {key_list}{at}seq, b FROM {searched} LATERAL VIEW explode(array({direct.search()})) AS b)",
+        f", matched AS (SELECT {key_list}{at}seq, b, pos + 1 AS o, x FROM found LATERAL VIEW posexplode(seq) AS pos, x "
         f"WHERE b IS NOT NULL AND pos + 1 >= element_at(b, 1))",
-        f"SELECT {', '.join(outputs)} FROM matched{group}",
+        f"SELECT {', '.join(outputs)}{f', {INPUT_PART} AS {OUTPUT_PART}' if part is None else ''} FROM matched"
+        f"{' GROUP BY ' + ', '.join(by) if by else ''}",
     ])

@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from .pattern_direct import direct_sql
+from .pattern_direct import direct_runs_sql, direct_sql
 from .pattern_fsm import LENGTH, PatternFSM, render
 from ..language.tokens import quote_name
 
@@ -435,6 +435,11 @@ class PatternTranslation:
                 f"UPDATE {helper}[j] AS\n{_indent(self.helper_query('j', 'j-1'))}\n{self._unique_update()}"
                 f"RANGE {helper}[j] AS\n{_indent(self.helper_range_query())}\n"
                 f"{self._declared('UNCHANGED')}PARTITION LENGTH {self.partition_length}")
+
+    def direct_runs(self) -> str | None:
+        """The final view's RECOMPUTE for a run of parts in one query (VERIFY VIEW; pattern_direct.direct_runs_sql)."""
+        return direct_runs_sql(self.fsm.query, self.stream, self.partition_length, self.timestamp, self.columns,
+                               self.type_of)
 
     def final_text(self) -> str:
         direct = direct_sql(self.fsm.query, self.stream, self.partition_length, self.timestamp, self.columns,
