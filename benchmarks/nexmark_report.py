@@ -112,7 +112,8 @@ def plot(rows: list[Figures], path: str | None = None, title: str = ""):
         panel.set_xticks([i + width * (len(systems) - 1) / 2 for i in range(len(queries))], queries)
         panel.set_yscale("log")
         panel.set_ylabel(label)
-    axes[1].set_title("Flink: derived from its throughput", fontsize=8, loc="right")
+    if "flink" in systems:
+        axes[1].set_title("Flink: derived from its throughput", fontsize=8, loc="right")
     axes[0].legend(fontsize=8)
     if title:
         figure.suptitle(title, fontsize=9)

@@ -9,6 +9,32 @@ import pytest
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 
 
+# The groups of tests that take minutes (fresh kernels and JVMs, a browser, process kills, long property runs),
+# longest first: a notebook (each is its own group) or a test file. ``./run test`` schedules them in this order
+# before the rest (--dist loadgroup --no-loadscope-reorder), so that the two workers do not end with one of them
+# alone on a long group. Measured on a 2-core machine (the durations ./run test prints).
+LONG_FIRST = ("08-nexmark", "tests/test_browser.py", "01-quickstart", "tests/test_crash_safety.py",
+              "05-benchmarking", "03-sliding-windows", "07-match-recognize", "06-your-own-data",
+              "tests/test_interrupt.py", "tests/test_verify_patterns.py", "tests/test_nexmark_views.py",
+              "tests/test_range_steps.py", "tests/test_window_properties.py", "tests/test_fused_parts.py",
+              "tests/test_cli.py")
+
+
+def _group(item: pytest.Item) -> str:
+    return next(item.iter_markers("xdist_group")).args[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Each test file is one xdist group (its module fixtures are set up once, on one worker), unless its
+    tests name their own groups (each notebook is one); the long groups go first."""
+    for item in items:
+        if not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    rank = {group: k for k, group in enumerate(LONG_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))
+
+
 @pytest.fixture(scope="session")
 def spark():
     from pyspark.sql import SparkSession

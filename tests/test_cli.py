@@ -78,7 +78,7 @@ def test_missing_file_exits_2(tmp_path, capsys):
 
 def test_demo_prints_the_paper_numbers(tmp_path):
     viewdf = Path(sys.executable).with_name("viewdf")
-    done = subprocess.run([str(viewdf), "demo", "--pairs", "2", "--warehouse", str(tmp_path / "wh")],
+    done = subprocess.run([str(viewdf), "demo", "--pairs", "2", "--history", "30", "--warehouse", str(tmp_path / "wh")],
                           capture_output=True, text=True, timeout=600)    # a loaded 2-core machine: minutes
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""                  # nothing from the JVM's start (its log is in the temp folder)
@@ -96,3 +96,10 @@ def test_demo_prints_the_paper_numbers(tmp_path):
     # minute m: the helper reads M[m] and its part m-1 (none at 10:00), View1 the helper's part m;
     # recomputation reads M from 10:00 to m; every part equals its recomputation
     assert comparison == [(f"10:0{m}", "2" if m == 0 else "3", str(m + 1), "yes") for m in range(10)]
+    # then 30 minutes of history (101 rows a minute) in one load, and three more minutes computed both ways:
+    # the incremental steps still read 3 parts, recomputation every minute of Day so far
+    assert "After 30 minutes of history: stream Day, the same pattern view as DayView1, 3,030 rows loaded at once" \
+        in done.stdout
+    after = re.findall(r"^ (10:3\d)\s+[\d.]+\s+(\d+) parts?\s+[\d.]+\s+(\d+) parts?\s+(\w+)$", done.stdout,
+                       re.MULTILINE)
+    assert after == [(f"10:3{m}", "3", str(31 + m), "yes") for m in range(3)]

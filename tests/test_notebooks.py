@@ -71,6 +71,12 @@ PROMISES = {
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+30\s+1\n",
         r"Peaks__chunks: \[23668444, 23668445\]",                 # 10:04 (10:03 behind), 10:05 (10:02-10:03 behind)
         r"M: \[23668442, 23668443, 23668444, 23668445\]",
+        # a day-long window after a day of history: the incremental steps read what they read for 4 minutes,
+        # the naive side all 1,440 minutes; DaySums__pre, __sum and DaySums computed for each minute
+        r"Inserted 145,440 rows into 1,440 parts of M; 4,320 view parts computed\.",
+        r"DaySums: part 2015-01-02 10:05:00, 101 rows, incremental [\d.]+ s \(5 parts read\), "
+        r"naive [\d.]+ s \(1440 parts read\) ✓ equal",
+        r"every day-window part equals its recomputation: True",
     ],
     "04-late-data": [
         # 10:03 is missing: sealed empty; Helper 6, View2 6, Recent__pre 6, __sum 6, Recent 6 (MAX reads __pre)
@@ -135,6 +141,12 @@ PROMISES = {
         r"2015-01-01 10:02:00\s+4\s+3\n",                       # naive: the window fills one minute at a time
         r"2015-01-01 10:05:00\s+5\s+4\n",
         r"<Figure size 1100x350 with 2 Axes>",
+        # a day of 20 pairs a minute loaded at once: M's 1,440 parts, 5 views' parts each (View1__helper,
+        # View1, DaySums__pre, DaySums__sum, DaySums)
+        r"Inserted 28,800 rows into 1,440 parts of M; 7,200 view parts computed\.",
+        r"every naive day-window recomputation equals the incremental part: True",
+        r"View1: incremental [\d.]+ s a minute; Direct over the whole day [\d.]+ s",
+        r"DaySums: incremental [\d.]+ s a minute, naive [\d.]+ s\.",
     ],
     "06-your-own-data": [
         r"2009-04-01\s+511\s+2009-03-05\n2009-05-01\s+513\s+2009-04-30",   # 28-day parts: 512 is empty
@@ -199,6 +211,9 @@ HTML_PROMISES = {
 }
 
 
+# A timing plot's widget (an Image, or ipympl's Canvas); a preview without widget state shows its PNG instead.
+PLOT_WIDGET = r"Image\(value=b'\\x89PNG|Canvas\("
+
 ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 
 
@@ -236,7 +251,7 @@ def _comparable(cell) -> list[tuple[str, str]]:
     return shown
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=pytest.mark.xdist_group(p.stem)) for p in NOTEBOOKS])
 def test_notebook_runs_on_a_fresh_kernel(path, tmp_path):
     committed = nbformat.read(path, as_version=4)
     notebook = execute(path, str(tmp_path))
@@ -259,6 +274,9 @@ def test_notebook_runs_on_a_fresh_kernel(path, tmp_path):
                        for cell in notebook.cells for output in cell.get("outputs", []))
     for promise in HTML_PROMISES.get(path.stem, []):
         assert re.search(promise, markup, re.DOTALL), promise
+    plots = [output["data"] for cell in notebook.cells for output in cell.get("outputs", [])
+             if re.match(PLOT_WIDGET, output.get("data", {}).get("text/plain", ""))]
+    assert all(data.get("image/png") for data in plots), "a plot widget without its static PNG"   # GitHub shows it
     stale = [(k, _comparable(old), _comparable(new)) for k, (old, new) in enumerate(zip(committed.cells, notebook.cells))
              if new.cell_type == "code" and _comparable(old) != _comparable(new)]
     assert not stale, (f"{path.name}: the saved outputs of {len(stale)} cells differ from a fresh run; "

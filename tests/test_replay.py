@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 
 import pandas as pd
@@ -257,6 +258,9 @@ def test_plot_draws_the_timings_and_saves(tmp_path):
         ("parts read per batch", "V naive"): ([0, 1, 2], [1.0, 2.0, 3.0]),
     }
     assert bytes(plot.widget.value).startswith(b"\x89PNG")
+    bundle = plot._repr_mimebundle_()          # a static PNG beside the widget, for previews without widgets
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert base64.b64decode(bundle["image/png"]) == bytes(plot.widget.value)
     plot.save(tmp_path / "timings.png")
     plot.save(tmp_path / "timings.svg")
     assert (tmp_path / "timings.png").read_bytes().startswith(b"\x89PNG")

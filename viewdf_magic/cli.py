@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .demo import run_demo
+from .demo import HISTORY_MINUTES, run_demo
 from .errors import ViewDFError
 from .notebook.render import ResultView, error_text
 from .warehouse import Warehouse
@@ -40,7 +40,7 @@ def run_file(args: argparse.Namespace) -> int:
 
 def show_demo(args: argparse.Namespace) -> int:
     """``viewdf demo``: the paper's network-monitoring example, minute by minute."""
-    run_demo(args.warehouse, args.pairs)
+    run_demo(args.warehouse, args.pairs, args.history)
     return 0
 
 
@@ -68,5 +68,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--warehouse", metavar="PATH", help="where to build it (default: a temporary warehouse)")
     demo.add_argument("--pairs", metavar="N", type=count, default=4,
                       help="source/destination pairs besides the paper's (default: %(default)s)")
+    demo.add_argument("--history", metavar="MINUTES", type=count, default=HISTORY_MINUTES,
+                      help="minutes of history before the last comparison; 0 leaves it out (default: %(default)s)")
     demo.set_defaults(command=show_demo)
     return parser

@@ -12,9 +12,15 @@ import random
 
 import pandas as pd
 
-NETWORK_DDL = """
-CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT)
-  TIMESTAMP ts PARTITION LENGTH 60;
+
+def stream_ddl(name: str) -> str:
+    """CREATE STREAM for a stream of measurements like M, in one-minute parts."""
+    return f"""
+CREATE STREAM {name} (ts TIMESTAMP, src STRING, dest STRING, loss INT)
+  TIMESTAMP ts PARTITION LENGTH 60"""
+
+
+NETWORK_DDL = stream_ddl("M") + """;
 
 CREATE VIEW Helper AS
 INITIALIZE Helper[i] AS

@@ -1,11 +1,14 @@
 """Incremental against naive maintenance time per batch and cumulative, with the parts each read.
 
 Drawn with matplotlib: on an ipympl canvas when ipympl is installed, else as a PNG redrawn into
-an ``ipywidgets.Image``. Works on a replay's live timings or on any timings DataFrame.
+an ``ipywidgets.Image``. Works on a replay's live timings or on any timings DataFrame. Its display also
+carries a static PNG of the current drawing, which a saved notebook shows where widgets do not render
+(GitHub, nbviewer, a notebook saved without widget state).
 """
 
 from __future__ import annotations
 
+import base64
 import io
 import threading
 from pathlib import Path
@@ -90,4 +93,7 @@ class TimingPlot:
         return buffer.getvalue()
 
     def _repr_mimebundle_(self, **kwargs) -> dict:
-        return self.widget._repr_mimebundle_(**kwargs)
+        bundle = self.widget._repr_mimebundle_(**kwargs)
+        with self._lock:
+            bundle["image/png"] = base64.b64encode(self._png()).decode("ascii")
+        return bundle
