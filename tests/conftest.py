@@ -13,11 +13,11 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # longest first: a notebook (each is its own group) or a test file. ``./run test`` schedules them in this order
 # before the rest (--dist loadgroup --no-loadscope-reorder), so that the two workers do not end with one of them
 # alone on a long group. Measured on a 2-core machine (the durations ./run test prints).
-LONG_FIRST = ("08-nexmark", "tests/test_browser.py", "01-quickstart", "tests/test_crash_safety.py",
-              "05-benchmarking", "03-sliding-windows", "07-match-recognize", "06-your-own-data",
-              "tests/test_interrupt.py", "tests/test_verify_patterns.py", "tests/test_nexmark_views.py",
-              "tests/test_range_steps.py", "tests/test_window_properties.py", "tests/test_fused_parts.py",
-              "tests/test_cli.py")
+LONG_FIRST = ("tests/test_crash_safety.py", "08-nexmark", "tests/test_nexmark_views.py",
+              "tests/test_window_properties.py", "01-quickstart", "03-sliding-windows", "05-benchmarking",
+              "tests/test_cli.py", "tests/test_browser.py", "07-match-recognize", "tests/test_range_steps.py",
+              "tests/test_verify_patterns.py", "tests/test_fused_parts.py", "tests/test_late_data.py",
+              "06-your-own-data", "tests/test_interrupt.py", "04-late-data", "02-writing-viewdfs")
 
 
 def _group(item: pytest.Item) -> str:

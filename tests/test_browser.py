@@ -28,6 +28,9 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+from execute_notebooks import is_long_form  # noqa: E402
+
 NOTEBOOK = ROOT / "notebooks" / "01-quickstart.ipynb"
 ARTIFACTS = ROOT / "test-artifacts"
 
@@ -164,12 +167,11 @@ def _launch(playwright):  # type: ignore[no-untyped-def]
 
 
 def _copy_notebook(root: Path) -> str:
-    """The quickstart without outputs, in the server's root; its path relative to the root. It ends before
-    the section that loads a day of history into a second warehouse: that section shows no widget of its
-    own, and tests/test_notebooks.py runs the whole notebook and checks its results."""
+    """The quickstart without outputs, in the server's root; its path relative to the root. Its long form
+    (the day of history in a second warehouse) is left out: it shows no widget of its own, and
+    tests/test_notebooks.py runs it in ./run stress."""
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    day = next(k for k, cell in enumerate(notebook.cells) if "viewdf-quickstart-day-" in cell.source)
-    notebook.cells = notebook.cells[:day - 1 if notebook.cells[day - 1].cell_type == "markdown" else day]
+    notebook.cells = [cell for cell in notebook.cells if not is_long_form(cell)]
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

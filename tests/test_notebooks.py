@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from execute_notebooks import execute  # noqa: E402  (the same run as ./run notebooks)
+from execute_notebooks import execute, is_long_form  # noqa: E402  (the same run as ./run notebooks)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -37,12 +37,6 @@ PROMISES = {
         r"2015-01-01 10:03:00\s+2015-01-01 10:01:00\n",
         r"10\.0\.1\.1\s+10\.0\.2\.1\s+2015-01-01 10:05:27\s+2015-01-01 10:04:08\s+2015-01-01 10:03:32\s+NaT",
         r"View1: all 6 parts equal their recomputation\.",
-        # a day of history: 1,440 minutes of 101 measurements, loaded at once, then 6 minutes replayed;
-        # Direct rereads every minute of M up to the part, the incremental steps still read 3 parts
-        r"145,440 measurements from 2015-01-01 10:00:00 to 2015-01-02 09:59:59",
-        r"Inserted 145,440 rows into 1,440 parts of M; 2,880 view parts computed\.",
-        r"View1: part 2015-01-02 10:05:00, \d+ rows, incremental [\d.]+ s \(3 parts read\), "
-        r"naive [\d.]+ s \(1447 parts read\) ✓ equal",
     ],
     "02-writing-viewdfs": [
         r"10\.0\.0\.1\s+10\.0\.0\.2\s+4\s+71\s+2015-01-01 10:04:00",      # 12+15+24+20, four minutes in a row
@@ -71,12 +65,6 @@ PROMISES = {
         r"10\.0\.0\.3\s+10\.0\.0\.4\s+30\s+1\n",
         r"Peaks__chunks: \[23668444, 23668445\]",                 # 10:04 (10:03 behind), 10:05 (10:02-10:03 behind)
         r"M: \[23668442, 23668443, 23668444, 23668445\]",
-        # a day-long window after a day of history: the incremental steps read what they read for 4 minutes,
-        # the naive side all 1,440 minutes; DaySums__pre, __sum and DaySums computed for each minute
-        r"Inserted 145,440 rows into 1,440 parts of M; 4,320 view parts computed\.",
-        r"DaySums: part 2015-01-02 10:05:00, 101 rows, incremental [\d.]+ s \(5 parts read\), "
-        r"naive [\d.]+ s \(1440 parts read\) ✓ equal",
-        r"every day-window part equals its recomputation: True",
     ],
     "04-late-data": [
         # 10:03 is missing: sealed empty; Helper 6, View2 6, Recent__pre 6, __sum 6, Recent 6 (MAX reads __pre)
@@ -141,12 +129,6 @@ PROMISES = {
         r"2015-01-01 10:02:00\s+4\s+3\n",                       # naive: the window fills one minute at a time
         r"2015-01-01 10:05:00\s+5\s+4\n",
         r"<Figure size 1100x350 with 2 Axes>",
-        # a day of 20 pairs a minute loaded at once: M's 1,440 parts, 5 views' parts each (View1__helper,
-        # View1, DaySums__pre, DaySums__sum, DaySums)
-        r"Inserted 28,800 rows into 1,440 parts of M; 7,200 view parts computed\.",
-        r"every naive day-window recomputation equals the incremental part: True",
-        r"View1: incremental [\d.]+ s a minute; Direct over the whole day [\d.]+ s",
-        r"DaySums: incremental [\d.]+ s a minute, naive [\d.]+ s\.",
     ],
     "06-your-own-data": [
         r"2009-04-01\s+511\s+2009-03-05\n2009-05-01\s+513\s+2009-04-30",   # 28-day parts: 512 is empty
@@ -202,6 +184,55 @@ PROMISES = {
 }
 
 
+# What the long forms (the cells tagged long-form: a day of history) show; ./run stress runs them.
+LONG_FORM_PROMISES = {
+    "01-quickstart": [
+        # a day of history: 1,440 minutes of 101 measurements, loaded at once, then 6 minutes replayed;
+        # Direct rereads every minute of M up to the part, the incremental steps still read 3 parts
+        r"145,440 measurements from 2015-01-01 10:00:00 to 2015-01-02 09:59:59",
+        r"Inserted 145,440 rows into 1,440 parts of M; 2,880 view parts computed\.",
+        r"View1: part 2015-01-02 10:05:00, \d+ rows, incremental [\d.]+ s \(3 parts read\), "
+        r"naive [\d.]+ s \(1447 parts read\) ✓ equal",
+    ],
+    "03-sliding-windows": [
+        # a day-long window after a day of history: the incremental steps read what they read for 4 minutes,
+        # the naive side all 1,440 minutes; DaySums__pre, __sum and DaySums computed for each minute
+        r"Inserted 145,440 rows into 1,440 parts of M; 4,320 view parts computed\.",
+        r"DaySums: part 2015-01-02 10:05:00, 101 rows, incremental [\d.]+ s \(5 parts read\), "
+        r"naive [\d.]+ s \(1440 parts read\) ✓ equal",
+        r"every day-window part equals its recomputation: True",
+    ],
+    "05-benchmarking": [
+        # a day of 20 pairs a minute loaded at once: M's 1,440 parts, 5 views' parts each (View1__helper,
+        # View1, DaySums__pre, DaySums__sum, DaySums)
+        r"Inserted 28,800 rows into 1,440 parts of M; 7,200 view parts computed\.",
+        r"every naive day-window recomputation equals the incremental part: True",
+        r"View1: incremental [\d.]+ s a minute; Direct over the whole day [\d.]+ s",
+        r"DaySums: incremental [\d.]+ s a minute, naive [\d.]+ s\.",
+    ],
+}
+
+
+def _has_long_form(path: Path) -> bool:
+    return any(is_long_form(cell) for cell in nbformat.read(path, as_version=4).cells)
+
+
+# Each notebook runs without its long form in CI; the notebooks that have one run whole in ./run stress.
+RUNS = ([pytest.param(p, False, id=p.stem, marks=pytest.mark.xdist_group(p.stem)) for p in NOTEBOOKS]
+        + [pytest.param(p, True, id=f"{p.stem}-long-form", marks=[pytest.mark.xdist_group(p.stem), pytest.mark.stress])
+           for p in NOTEBOOKS if _has_long_form(p)])
+
+
+def test_every_long_form_has_its_promises_and_nothing_after_it_needs_it():
+    """The short run leaves the long-form cells out, so no code cell may follow them."""
+    long = [p.stem for p in NOTEBOOKS if _has_long_form(p)]
+    assert sorted(LONG_FORM_PROMISES) == long
+    for path in NOTEBOOKS:
+        cells = [cell for cell in nbformat.read(path, as_version=4).cells if cell.cell_type == "code"]
+        tagged = [k for k, cell in enumerate(cells) if is_long_form(cell)]
+        assert tagged == list(range(len(cells) - len(tagged), len(cells))), path.name
+
+
 # What the notebooks' HTML outputs must hold (drawings have no text/plain form).
 HTML_PROMISES = {
     "07-match-recognize": [r"<svg[^>]*>.*>start<.*>B2<.*>end<.*</svg>"],      # EXPLAIN VIEW's automaton
@@ -251,10 +282,11 @@ def _comparable(cell) -> list[tuple[str, str]]:
     return shown
 
 
-@pytest.mark.parametrize("path", [pytest.param(p, id=p.stem, marks=pytest.mark.xdist_group(p.stem)) for p in NOTEBOOKS])
-def test_notebook_runs_on_a_fresh_kernel(path, tmp_path):
+@pytest.mark.parametrize("path, long_forms", RUNS)
+def test_notebook_runs_on_a_fresh_kernel(path, long_forms, tmp_path):
     committed = nbformat.read(path, as_version=4)
-    notebook = execute(path, str(tmp_path))
+    committed.cells = [cell for cell in committed.cells if long_forms or not is_long_form(cell)]
+    notebook = execute(path, str(tmp_path), long_forms)
     errors = [output for cell in notebook.cells for output in cell.get("outputs", [])
               if output.get("output_type") == "error" and not _expects_error(cell)]
     assert not errors, errors
@@ -268,7 +300,7 @@ def test_notebook_runs_on_a_fresh_kernel(path, tmp_path):
     noise = [output["text"] for cell in notebook.cells for output in cell.get("outputs", [])
              if output.get("name") == "stderr"]
     assert not noise, noise                   # e.g. the JVM's start-up banner
-    for promise in PROMISES[path.stem]:
+    for promise in PROMISES[path.stem] + (LONG_FORM_PROMISES.get(path.stem, []) if long_forms else []):
         assert re.search(promise, text), promise
     markup = "\n".join(output.get("data", {}).get("text/html", "")
                        for cell in notebook.cells for output in cell.get("outputs", []))

@@ -14,10 +14,22 @@ from nbclient import NotebookClient
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 
-def execute(path: Path, working_directory: str) -> nbformat.NotebookNode:
+# The tag of the cells that load and replay long histories (a day of minutes): minutes of work each.
+LONG_FORM = "long-form"
+
+
+def is_long_form(cell: nbformat.NotebookNode) -> bool:
+    """Whether a cell belongs to a notebook's long form (tagged ``long-form``)."""
+    return LONG_FORM in cell.get("metadata", {}).get("tags", [])
+
+
+def execute(path: Path, working_directory: str, long_forms: bool = True) -> nbformat.NotebookNode:
     """``path`` run on a fresh python3 kernel in ``working_directory``; outputs kept, cell timings and
-    widget state not (they change on every run and say nothing to a reader)."""
+    widget state not (they change on every run and say nothing to a reader). Without ``long_forms``,
+    the cells tagged ``long-form`` are left out (the test suite's short run; no later cell needs them)."""
     notebook = nbformat.read(path, as_version=4)
+    if not long_forms:
+        notebook.cells = [cell for cell in notebook.cells if not is_long_form(cell)]
     NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False, store_widget_state=False,
                    resources={"metadata": {"path": working_directory}}).execute()
     return notebook
