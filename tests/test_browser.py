@@ -29,7 +29,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from execute_notebooks import is_long_form  # noqa: E402
+from execute_notebooks import without_long_forms  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "01-quickstart.ipynb"
 ARTIFACTS = ROOT / "test-artifacts"
@@ -171,7 +171,7 @@ def _copy_notebook(root: Path) -> str:
     (the day of history in a second warehouse) is left out: it shows no widget of its own, and
     tests/test_notebooks.py runs it in ./run stress."""
     notebook = nbformat.read(NOTEBOOK, as_version=4)
-    notebook.cells = [cell for cell in notebook.cells if not is_long_form(cell)]
+    notebook.cells = without_long_forms(notebook.cells)
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None

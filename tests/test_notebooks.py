@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
-from execute_notebooks import execute, is_long_form  # noqa: E402  (the same run as ./run notebooks)
+from execute_notebooks import execute, is_long_form, without_long_forms  # noqa: E402  (the same run as ./run notebooks)
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
@@ -285,7 +285,8 @@ def _comparable(cell) -> list[tuple[str, str]]:
 @pytest.mark.parametrize("path, long_forms", RUNS)
 def test_notebook_runs_on_a_fresh_kernel(path, long_forms, tmp_path):
     committed = nbformat.read(path, as_version=4)
-    committed.cells = [cell for cell in committed.cells if long_forms or not is_long_form(cell)]
+    if not long_forms:
+        committed.cells = without_long_forms(committed.cells)
     notebook = execute(path, str(tmp_path), long_forms)
     errors = [output for cell in notebook.cells for output in cell.get("outputs", [])
               if output.get("output_type") == "error" and not _expects_error(cell)]

@@ -19,6 +19,7 @@ CREATE VIEW RatioCopy AS INITIALIZE RatioCopy[i] AS SELECT src, r FROM Ratio[i]
 CREATE VIEW Copy AS INITIALIZE Copy[i] AS SELECT src, loss FROM M[i]
   UPDATE Copy[j] AS SELECT src, loss FROM M[j]"""
 FAILED = "failed at 2015-01-01 10:01:00: Division by zero"
+MINUTE_0 = 1_420_106_400 // 60        # the part of 2015-01-01 10:00
 TAIL = "not up to date; the result has only the parts computed so far."
 
 
@@ -69,6 +70,10 @@ def test_a_view_under_manual_maintenance_says_how_many_parts_behind(warehouse):
     assert states(warehouse) == {"Ratio": "3 parts behind", "RatioCopy": "waiting for Ratio",
                                  "Copy": "3 parts behind"}
     assert note(warehouse, "SELECT * FROM Copy") == f"Note: Copy (3 parts behind) is {TAIL}"
+    # its part of 10:00 is computed: reading just it is complete; its newest part is not its last
+    assert quiet(warehouse, f"SELECT loss FROM Copy[{MINUTE_0}]")["loss"].tolist() == [5]
+    assert note(warehouse, f"SELECT * FROM Copy[{MINUTE_0} - 5 .. {MINUTE_0}]") is None
+    assert note(warehouse, "SELECT * FROM Copy[LATEST]") == f"Note: Copy (3 parts behind) is {TAIL}"
 
     warehouse.execute("STEP Ratio")
     assert states(warehouse) == {"Ratio": "2 parts behind", "RatioCopy": "1 part behind, waiting for Ratio",

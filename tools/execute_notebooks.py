@@ -23,13 +23,18 @@ def is_long_form(cell: nbformat.NotebookNode) -> bool:
     return LONG_FORM in cell.get("metadata", {}).get("tags", [])
 
 
+def without_long_forms(cells: list[nbformat.NotebookNode]) -> list[nbformat.NotebookNode]:
+    """``cells`` less the ones tagged ``long-form`` (the short form every test runs)."""
+    return [cell for cell in cells if not is_long_form(cell)]
+
+
 def execute(path: Path, working_directory: str, long_forms: bool = True) -> nbformat.NotebookNode:
     """``path`` run on a fresh python3 kernel in ``working_directory``; outputs kept, cell timings and
     widget state not (they change on every run and say nothing to a reader). Without ``long_forms``,
     the cells tagged ``long-form`` are left out (the test suite's short run; no later cell needs them)."""
     notebook = nbformat.read(path, as_version=4)
     if not long_forms:
-        notebook.cells = [cell for cell in notebook.cells if not is_long_form(cell)]
+        notebook.cells = without_long_forms(notebook.cells)
     NotebookClient(notebook, timeout=600, kernel_name="python3", record_timing=False, store_widget_state=False,
                    resources={"metadata": {"path": working_directory}}).execute()
     return notebook

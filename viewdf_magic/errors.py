@@ -11,13 +11,15 @@ class ViewDFError(Exception):
     ``text`` is the whole input the user gave (a cell, a file, a statement) and
     ``position`` a 0-based character offset into it. ``end`` (exclusive) widens
     the caret to cover a whole token. ``first_line`` is the number the user's editor
-    gives the first line of ``text`` (2 for a ``%%viewdf`` cell's body).
+    gives the first line of ``text`` (2 for a ``%%viewdf`` cell's body). ``reason`` is the message
+    without the context it was raised in (what failed, not which step: ``Division by zero``).
     """
 
     def __init__(self, message: str, *, text: str | None = None,
                  position: int | None = None, end: int | None = None, first_line: int = 1) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = message
         self.text = text
         self.position = position
         self.end = end

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from contextlib import contextmanager
-from typing import Callable, Iterator, cast
+from typing import Callable, Iterable, Iterator, cast
 
 from .model import folder_of
 from .actions import Action, InvalidAction, read_action
@@ -191,6 +191,13 @@ class Catalog:
         for item in result:
             result.extend(d for d in self.dependents(item.name) if d not in result)
         return result
+
+    def upstream(self, names: Iterable[str]) -> set[str]:
+        """The keys of the named objects and of everything they read, directly or through views."""
+        keys = [name.lower() for name in names if name.lower() in self.objects]
+        for key in keys:
+            keys.extend(s.lower() for s in self.objects[key].sources if s.lower() in self.objects and s.lower() not in keys)
+        return set(keys)
 
     def views(self) -> list[ObjectDef]:
         """All views, sources before the views that read them (creation order guarantees it)."""

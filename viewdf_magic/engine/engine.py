@@ -22,7 +22,7 @@ from ..errors import Interrupted, ViewDFError
 from ..wording import agreeing, plural
 from ..language import statements as st
 from ..language.parser import VACUUM_RETAIN_SECONDS
-from ..language.queries import CompiledQuery, RefKind, Scope, compile_query
+from ..language.queries import LATEST, CompiledQuery, RefKind, Scope, compile_query
 from ..maintainer.compare import Comparison, compare_rows
 from ..maintainer.cancellation import cancel_on_interrupt
 from ..maintainer.maintainer import Maintainer, StepReport
@@ -30,6 +30,7 @@ from ..maintainer.ranges import RangeFailed
 from ..maintainer.repair import RepairReport, Repairer
 from ..maintainer.reports import named_spans
 from ..maintainer.retention import Retention
+from ..maintainer.timeline import ResolvedRef
 from ..storage.spark_errors import check_runtime
 from ..maintainer.verification import lifted_plan, verify_history, verify_runs
 from ..maintainer.views import catalog_lookup
@@ -192,15 +193,27 @@ class Engine:
 
     def lag_note(self, query: CompiledQuery) -> str | None:
         """One line naming the views ``query`` reads that are not up to date (``Maintainer.lags``: a failed
-        part, ready parts not computed, or such a view upstream), or None."""
-        lags = self.maintainer.lags()
-        lagging = [lags[key] for key in dict.fromkeys(b.name.lower() for b in query.bindings) if key in lags]
+        part, ready parts not computed, or such a view upstream), or None. A view read only at fixed parts
+        it has already computed (``V[5]``, not ``V[LATEST]`` or ``V``) is complete there and not named."""
+        read = list(dict.fromkeys(ref.binding.name.lower() for ref in self.maintainer.timeline.resolve(query, None, None)
+                                  if not self._reads_computed_parts(ref)))
+        lags = self.maintainer.lags(of=read)
+        lagging = [lags[key] for key in read if key in lags]
         if not lagging:
             return None
         named = [f"{lag.view.name} ({lag.state})" for lag in lagging]
         listed = named[0] if len(named) == 1 else f"{', '.join(named[:-1])} and {named[-1]}"
         return (f"Note: {listed} {agreeing(len(named), 'is', 'are')} not up to date; the result has only the "
                 f"parts computed so far.")
+
+    def _reads_computed_parts(self, ref: ResolvedRef) -> bool:
+        """Whether ``ref`` reads fixed parts of a view that are all computed already."""
+        binding = ref.binding
+        fixed = binding.kind is RefKind.PARTS and all(
+            s is None or LATEST not in s.variables for s in (binding.lower, binding.upper))
+        newest = self.maintainer.timeline.newest(ref.definition)
+        return fixed and ref.definition.kind == "view" and ref.last is not None and newest is not None \
+            and ref.last <= newest
 
     def not_ready(self, definition: ObjectDef) -> str:
         step = self.maintainer.pending_step(definition)

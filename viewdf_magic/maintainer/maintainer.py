@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +35,6 @@ from .views import CompiledView, ViewDefiner, compile_existing
 
 PROGRESS_MIN_STEPS = 10
 HISTORY_SIZE = 500
-_STEP_CONTEXT = re.compile(r"^computing \S+\[-?\d+\] \([A-Z ]+\): ")   # what ``_prepare`` puts before a step's error
 
 
 def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
@@ -61,7 +59,7 @@ class MaintenanceFailure:
     @property
     def reason(self) -> str:
         """The error's first sentence, without the step it names (``Division by zero``)."""
-        return _STEP_CONTEXT.sub("", self.error.message).split(". ", 1)[0].rstrip(".")
+        return self.error.reason.split(". ", 1)[0].rstrip(".")
 
 
 @dataclass(frozen=True)
@@ -280,11 +278,15 @@ class Maintainer:
                 last = middle - 1
         return first - step.subscript + 1
 
-    def lags(self) -> dict[str, Lag]:
-        """The views (by key) that lag (``Lag``); a view missing is up to date."""
+    def lags(self, of: Iterable[str] | None = None) -> dict[str, Lag]:
+        """The views (by key) that lag (``Lag``); a view missing is up to date. With ``of``, only those
+        objects and the views they read are looked at."""
         failures = {failure.view.lower(): failure for failure in self.failures}
+        wanted = None if of is None else self.catalog.upstream(of)
         lags: dict[str, Lag] = {}
         for definition in self.catalog.views():         # sources before the views that read them
+            if wanted is not None and definition.key not in wanted:
+                continue
             waiting: list[str] = []
             for source in definition.sources:        # not the view itself: it is not in ``lags`` yet
                 lag = lags.get(source.lower())

@@ -45,17 +45,17 @@ def spark_error(exc: BaseException, rewritten: RewrittenText | None = None,
     """A ViewDFError for ``exc``, positioned in the source when Spark gave a position.
 
     ``shift`` is where the rewritten query starts inside the SQL Spark ran."""
-    message = summary(exc)
+    reason = summary(exc)
     for binding in bindings:
-        message = message.replace(binding.placeholder, binding.text)
-    if context:
-        message = f"{context}: {message}"
+        reason = reason.replace(binding.placeholder, binding.text)
+    message = f"{context}: {reason}" if context else reason
     if rewritten is None:
-        return ViewDFError(message)
-    offset, end = _offset(exc, rewritten.text, shift)
-    if offset is None:
-        return rewritten.error(message)
-    return rewritten.error(message, offset, end)
+        error = ViewDFError(message)
+    else:
+        offset, end = _offset(exc, rewritten.text, shift)
+        error = rewritten.error(message) if offset is None else rewritten.error(message, offset, end)
+    error.reason = reason
+    return error
 
 
 def _offset(exc: BaseException, text: str, shift: int) -> tuple[int | None, int | None]:
