@@ -190,8 +190,8 @@ class PartStore:
 
     def stamp(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> DataFrame:
         """``frame`` (the view's columns) with its part's PART_TIMESTAMP and part number."""
-        return frame.withColumn(PART_TIMESTAMP, part_stamp(subscript * definition.length)) \
-            .withColumn(PART_COLUMN, _constant(subscript).cast("bigint"))
+        return frame.withColumns({PART_TIMESTAMP: part_stamp(subscript * definition.length),     # one analysis
+                                  PART_COLUMN: _constant(subscript).cast("bigint")})
 
     @staticmethod
     def stamp_run(definition: ObjectDef, frame: DataFrame) -> DataFrame:
@@ -284,8 +284,8 @@ class PartStore:
         length = definition.length
         assert definition.timestamp_column is not None      # every stream has one
         number = F.expr(subscript_sql(quote_name(definition.timestamp_column), length))
-        out = frame.withColumn(PART_TIMESTAMP, F.timestamp_seconds(number * F.lit(length))) \
-            .withColumn(PART_COLUMN, number).sortWithinPartitions(PART_COLUMN)
+        out = frame.withColumns({PART_TIMESTAMP: F.timestamp_seconds(number * F.lit(length)),
+                                 PART_COLUMN: number}).sortWithinPartitions(PART_COLUMN)
         observed = Observation()
         out.observe(observed, F.count(F.lit(1)).alias("rows"), F.count(F.when(number.isNull(), 1)).alias("nulls"),
                     F.min(number).alias("first"), F.max(number).alias("last")).write.parquet(self.fs.uri(folder))
