@@ -11,28 +11,48 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 
 # The groups of tests that take minutes (fresh kernels and JVMs, a browser, process kills, long property runs),
 # longest first: a notebook (each is its own group) or a test file. ``./run test`` schedules them in this order
-# before the rest (--dist loadgroup --no-loadscope-reorder), so that the two workers do not end with one of them
-# alone on a long group. Measured on a 2-core machine (the durations ./run test prints).
-LONG_FIRST = ("tests/test_crash_safety.py", "08-nexmark", "tests/test_nexmark_views.py",
-              "tests/test_window_properties.py", "01-quickstart", "03-sliding-windows", "05-benchmarking",
-              "tests/test_cli.py", "tests/test_browser.py", "07-match-recognize", "tests/test_range_steps.py",
-              "tests/test_verify_patterns.py", "tests/test_fused_parts.py", "tests/test_late_data.py",
-              "06-your-own-data", "tests/test_interrupt.py", "04-late-data", "02-writing-viewdfs")
+# before the rest (--dist loadscope --no-loadscope-reorder, with the groups of ``group_of``), so that the two
+# workers do not end with one of them alone on a long group. Measured on a 2-core machine (the durations
+# ./run test prints).
+LONG_FIRST = ("tests/test_range_steps.py", "tests/test_pattern_properties.py", "08-nexmark",
+              "tests/test_late_data.py", "tests/test_nexmark_views.py", "tests/test_match_recognize_parts.py",
+              "tests/test_cli.py", "tests/test_crash_safety.py", "tests/test_browser.py", "tests/test_fused_parts.py",
+              "07-match-recognize", "tests/test_concurrent_kernels.py", "tests/test_verify_patterns.py",
+              "06-your-own-data", "tests/test_windows.py", "tests/test_match_recognize_views.py",
+              "tests/test_hostile_input.py", "02-writing-viewdfs", "tests/test_interrupt.py",
+              "tests/test_window_properties.py", "04-late-data", "tests/test_replay.py", "03-sliding-windows",
+              "tests/test_cluster.py", "05-benchmarking", "01-quickstart", "tests/test_timeline.py")
+NOTEBOOK_RUN = "tests/test_notebooks.py::test_notebook_runs_on_a_fresh_kernel["
 
 
-def _group(item: pytest.Item) -> str:
-    return next(item.iter_markers("xdist_group")).args[0]
+def group_of(nodeid: str) -> str:
+    """The group a test runs in, on one worker: its notebook for a notebook run (each notebook is one group,
+    its long form included), else its file (whose module fixtures are then set up once)."""
+    if nodeid.startswith(NOTEBOOK_RUN):
+        return nodeid[len(NOTEBOOK_RUN):].rstrip("]").removesuffix("-long-form")
+    return nodeid.split("::")[0]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadscope`` with the groups of ``group_of``. (xdist's own loadgroup marks a test's group in
+    its node id, which pytest 9 no longer reads: every test became a group of its own, and a file's module
+    fixtures were set up on both workers.)"""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class GroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid)
+
+    return GroupScheduling(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Each test file is one xdist group (its module fixtures are set up once, on one worker), unless its
-    tests name their own groups (each notebook is one); the long groups go first."""
-    for item in items:
-        if not any(item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    """The long groups go first, in ``LONG_FIRST``'s order."""
     rank = {group: k for k, group in enumerate(LONG_FIRST)}
-    items.sort(key=lambda item: rank.get(_group(item), len(rank)))
+    items.sort(key=lambda item: rank.get(group_of(item.nodeid), len(rank)))
 
 
 @pytest.fixture(scope="session")

@@ -74,6 +74,7 @@ def test_a_view_under_manual_maintenance_says_how_many_parts_behind(warehouse):
     assert quiet(warehouse, f"SELECT loss FROM Copy[{MINUTE_0}]")["loss"].tolist() == [5]
     assert note(warehouse, f"SELECT * FROM Copy[{MINUTE_0} - 5 .. {MINUTE_0}]") is None
     assert note(warehouse, "SELECT * FROM Copy[LATEST]") == f"Note: Copy (3 parts behind) is {TAIL}"
+    assert note(warehouse, "SELECT name, rows FROM viewdf_parts WHERE name = 'M'") is None   # the catalog
 
     warehouse.execute("STEP Ratio")
     assert states(warehouse) == {"Ratio": "2 parts behind", "RatioCopy": "1 part behind, waiting for Ratio",

@@ -4,21 +4,23 @@ groups that come and go, several rows per group per part), random WINDOW/SLIDE a
 WHERE and HAVING), every part of a translated sliding-window view and its recomputation (the RECOMPUTE
 query over the window's parts) equal an independent pandas oracle: exactly for INT values, and for
 DOUBLE values within the drift bound of docs/language.md (``window_oracle.sum_drift_bound`` over the
-values a running sum saw since its last REFRESH EVERY part). VIEWDF_WINDOW_EXAMPLES sets the number
-of examples (default 16)."""
+values a running sum saw since its last REFRESH EVERY part). ``./run test`` draws 8 examples a run (each
+run draws new ones), ``./run stress`` 64; VIEWDF_WINDOW_EXAMPLES sets the first number."""
 
 import itertools
 import os
 import re
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from oracles import rows, rows_by_part
 from window_oracle import EPSILON, aggregate, sum_drift_bound, window_parts, within
 
-EXAMPLES = int(os.environ.get("VIEWDF_WINDOW_EXAMPLES", "16"))
+EXAMPLES = int(os.environ.get("VIEWDF_WINDOW_EXAMPLES", "8"))
+STRESS_EXAMPLES = 64
 T0 = pd.Timestamp("2015-01-01 10:00")
 FIRST_PART = 23668440                      # T0's part with PARTITION LENGTH 60
 _warehouses = itertools.count()  # one fresh warehouse per example, never a reused name
@@ -122,6 +124,18 @@ def expected_parts(data, width, slide, parts, query, refresh) -> dict:
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(case=streams(), query=queries())
 def test_window_view_equals_recompute_and_oracle(make_warehouse, case, query):
+    check_window_view(make_warehouse, case, query)
+
+
+@pytest.mark.stress
+@settings(max_examples=STRESS_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(case=streams(), query=queries())
+def test_window_view_equals_recompute_and_oracle_at_length(make_warehouse, case, query):
+    check_window_view(make_warehouse, case, query)
+
+
+def check_window_view(make_warehouse, case, query) -> None:
+    """The view's parts and their recomputation equal the oracle's."""
     data, width, slide, parts = case
     columns, keys, where, having = query
     double = data["loss"].dtype == "float64"

@@ -196,7 +196,7 @@ class Engine:
         part, ready parts not computed, or such a view upstream), or None. A view read only at fixed parts
         it has already computed (``V[5]``, not ``V[LATEST]`` or ``V``) is complete there and not named."""
         read = list(dict.fromkeys(ref.binding.name.lower() for ref in self.maintainer.timeline.resolve(query, None, None)
-                                  if not self._reads_computed_parts(ref)))
+                                  if ref.definition.kind == "view" and not self._reads_computed_parts(ref)))
         lags = self.maintainer.lags(of=read)
         lagging = [lags[key] for key in read if key in lags]
         if not lagging:
@@ -207,13 +207,13 @@ class Engine:
                 f"parts computed so far.")
 
     def _reads_computed_parts(self, ref: ResolvedRef) -> bool:
-        """Whether ``ref`` reads fixed parts of a view that are all computed already."""
+        """Whether ``ref`` (to a view) reads fixed parts that are all computed already."""
         binding = ref.binding
-        fixed = binding.kind is RefKind.PARTS and all(
-            s is None or LATEST not in s.variables for s in (binding.lower, binding.upper))
+        if binding.kind is not RefKind.PARTS or ref.last is None or any(
+                s is not None and LATEST in s.variables for s in (binding.lower, binding.upper)):
+            return False
         newest = self.maintainer.timeline.newest(ref.definition)
-        return fixed and ref.definition.kind == "view" and ref.last is not None and newest is not None \
-            and ref.last <= newest
+        return newest is not None and ref.last <= newest
 
     def not_ready(self, definition: ObjectDef) -> str:
         step = self.maintainer.pending_step(definition)
