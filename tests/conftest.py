@@ -8,12 +8,12 @@ import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 
-# Every JVM the tests start (their SparkSessions, the notebooks' kernels, the CLI, crash workers, a standalone
-# cluster) lives for seconds to minutes on tiny data, where HotSpot's optimising compiler (C2) and G1's
-# background threads cost more CPU than they save: with the client compiler only and the serial collector, a
-# session starts on about half the CPU-seconds and a window view's maintenance steps take about 40% fewer
-# (docs/benchmarks.md, "The test suite's time"). The `java` launcher reads JDK_JAVA_OPTIONS; the product's
-# own sessions and the benchmarks keep the JVM's defaults.
+# The JVMs the tests start in child processes (the notebooks' kernels, the CLI, crash workers, a standalone
+# cluster, the Nexmark benchmark) live for seconds to a few minutes on tiny data, where HotSpot's optimising
+# compiler (C2) and G1's background threads cost more CPU than they save: with the client compiler only and
+# the serial collector, a notebook's run takes 80 CPU-seconds instead of 120. The workers' own sessions (the
+# ``spark`` fixture) live for the whole run, and the same flags made them slower, so they keep the JVM's
+# defaults. The `java` launcher reads JDK_JAVA_OPTIONS (docs/benchmarks.md, "The test suite's time").
 os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
 
 
@@ -67,14 +67,19 @@ def pytest_collection_modifyitems(config, items):
 def spark():
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[2]").appName("viewdf-tests")
+    builder = (SparkSession.builder.master("local[2]").appName("viewdf-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", "2")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-               .config("spark.default.parallelism", "2")
-               .getOrCreate())
+               .config("spark.default.parallelism", "2"))
+    short_lived_options = os.environ.pop("JDK_JAVA_OPTIONS", None)     # this JVM lives for the whole run
+    try:
+        session = builder.getOrCreate()
+    finally:
+        if short_lived_options is not None:
+            os.environ["JDK_JAVA_OPTIONS"] = short_lived_options
     session.sparkContext.setLogLevel("FATAL")
     yield session
     session.stop()
