@@ -112,6 +112,37 @@ def _loops(root: Path) -> list[list[str]]:
     return sorted(loops)
 
 
+# The notebook's widgets and magics see a warehouse only through its facade (warehouse.py, with its reads),
+# a statement's Result, and the statement classes; base modules are open to every layer.
+NOTEBOOK_MAY_IMPORT = ("warehouse", "engine.results", "language.statements", "notebook")
+
+
+def _notebook_reaches(root: Path) -> set[tuple[str, str]]:
+    """(module, imported module) pairs where notebook/ imports past the facade."""
+    reaches = set()
+    for path in (root / "notebook").rglob("*.py"):
+        for target in _imports(path, root):
+            allowed = _layer(target) == 0 or any(target == m or target.startswith(m + ".")
+                                                 for m in NOTEBOOK_MAY_IMPORT)
+            if not allowed:
+                reaches.add((path.relative_to(root).as_posix(), target))
+    return reaches
+
+
+def test_the_notebook_goes_through_the_facade():
+    assert _notebook_reaches(PACKAGE) == set()
+
+
+def test_a_notebook_import_past_the_facade_fails_the_check(tmp_path):
+    copy = tmp_path / "viewdf_magic"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "notebook" / "peek.py").write_text("from ..catalog.catalog import Catalog\n"
+                                               "import viewdf_magic.maintainer.reports\n"
+                                               "from ..engine.results import Result\n")
+    assert _notebook_reaches(copy) == {("notebook/peek.py", "catalog.catalog"),
+                                       ("notebook/peek.py", "maintainer.reports")}
+
+
 def test_no_module_imports_a_layer_to_its_right():
     assert _back_edges(PACKAGE) == KNOWN_BACK_EDGES
 

@@ -7,7 +7,7 @@ import pytest
 from oracles import PATTERN_COLUMNS, loss_runs, rows
 from test_replay import FIRST, PARTS, STREAM, viewdf_shell
 from viewdf_magic.network_example import NETWORK_DDL
-from viewdf_magic.notebook.lineage import COLORS, LineageViewer, upstream_parts
+from viewdf_magic.notebook.lineage import COLORS, LineageViewer
 
 
 @pytest.fixture
@@ -34,12 +34,12 @@ def paper_closure(view: str, j: int) -> dict[str, set[int]]:
 
 
 def test_closure_follows_the_recorded_lineage(network):
-    catalog = network.catalog
+    reads = network.reads
     for j in PARTS:
-        assert upstream_parts(catalog, "View2", j) == paper_closure("View2", j)
-        assert upstream_parts(catalog, "Helper", j) == paper_closure("Helper", j)
-    assert upstream_parts(catalog, "View2", PARTS[3]) == {"Helper": set(PARTS), "M": set(PARTS)}
-    assert upstream_parts(catalog, "M", PARTS[0]) == {}
+        assert reads.upstream_parts("View2", j) == paper_closure("View2", j)
+        assert reads.upstream_parts("Helper", j) == paper_closure("Helper", j)
+    assert reads.upstream_parts("View2", PARTS[3]) == {"Helper": set(PARTS), "M": set(PARTS)}
+    assert reads.upstream_parts("M", PARTS[0]) == {}
 
 
 def test_viewer_opens_on_the_views_newest_part(network):
@@ -132,7 +132,6 @@ def test_lineage_magic(spark, network):
 def test_a_part_computed_by_the_guarded_update_shows_that_clause(warehouse):
     """Issue 34's bug: a pattern Helper over an undeclared stream computes parts with UPDATE .. WHEN S[j] IS
     UNIQUE (..), and the details panel named the clause by a string no statement attribute had."""
-    from viewdf_magic.notebook.lineage import producing_query
     warehouse.execute("CREATE STREAM S (ts TIMESTAMP, k STRING, x INT) TIMESTAMP ts PARTITION LENGTH 60; "
                       "CREATE VIEW Up AS SELECT k, a.ts AS since, count(*) AS n FROM S PATTERN (a, b+) "
                       "WHERE b.x > a.x GROUP BY k CONTIGUITY EVENTS")
@@ -143,7 +142,7 @@ def test_a_part_computed_by_the_guarded_update_shows_that_clause(warehouse):
     parts = warehouse.catalog.state(helper.name).parts
     hows = [parts[s].how for s in sorted(parts)]
     assert hows == ["initialize", "update when unique", "update when unique"]
-    shown = producing_query(helper, parts[max(parts)])
+    shown = warehouse.reads.producing_query(helper.name, max(parts))
     assert shown.startswith(f"UPDATE {helper.name}[j] WHEN S[j] IS UNIQUE (k) AS\n  ")
-    initial = producing_query(helper, parts[min(parts)])
+    initial = warehouse.reads.producing_query(helper.name, min(parts))
     assert initial.startswith(f"INITIALIZE {helper.name}[")

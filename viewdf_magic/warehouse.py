@@ -13,11 +13,13 @@ from .engine import catalog_tables
 from .engine.engine import Engine
 from .engine.conform import conform_by_name, to_frame
 from .engine.ingest import IngestReport
+from .engine.reads import Reads, SourceRows
 from .engine.results import MaintenanceWarning, PartCheck, Result
 from .errors import ViewDFError
 from .handlers import READ_ONLY, dispatch
-from .handlers.inspection import explain_view
 from .language import statements as st
+from .catalog.filesystem import qualify
+from .catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef, PartMeta
 from .language.parser import parse
 from .language.source import Fragment
 from .maintainer.compare import DEFAULT_TOLERANCE
@@ -26,7 +28,20 @@ from .maintainer.repair import RepairReport
 from .storage.spark_errors import check_runtime
 from .timeparts import TimestampLike
 
-__all__ = ["MaintenanceWarning", "PartCheck", "Result", "Warehouse"]
+# What front ends (notebook/, cli) use besides the Warehouse: the records its methods and reads return.
+__all__ = ["LineageRange", "MaintenanceWarning", "ObjectDef", "PART_TIMESTAMP", "PartCheck", "PartMeta", "Reads",
+           "Result", "SourceRows", "StepReport", "Warehouse", "statement_count", "warehouse_location"]
+
+
+def statement_count(text: str) -> int:
+    """How many statements ``text`` holds; bad input raises a ViewDFError with its position. Needs no
+    Spark session."""
+    return len(parse(text))
+
+
+def warehouse_location(path: str) -> str:
+    """The URI a warehouse at ``path`` is known by (local paths become absolute ``file:`` URIs)."""
+    return qualify(path)
 
 
 class Warehouse:
@@ -46,6 +61,7 @@ class Warehouse:
         self.maintainer, self.repairer, self.retention, self.ingester, self.writer = (
             engine.maintainer, engine.repairer, engine.retention, engine.ingester, engine.writer)
         self.recovered: list[StepReport] = engine.recovered   # steps a crashed process left, done on opening
+        self.reads: Reads = engine.reads     # what the notebook's widgets read (definitions, parts, lineage)
 
     @property
     def last_repair(self) -> RepairReport | None:
@@ -158,7 +174,7 @@ class Warehouse:
     def explain_view(self, view: str) -> Result:
         """EXPLAIN VIEW of ``view``: how it is maintained, and its next step's query and plans."""
         with self.engine.reading():
-            return explain_view(self.engine, st.ExplainView(*_named(view)))
+            return dispatch(self.engine, st.ExplainView(*_named(view)))
 
     def drop(self, name: str, kind: str = "view", *, cascade: bool = False, if_exists: bool = False) -> Result:
         """DROP ``kind`` (stream, view or table) ``name``: with ``cascade``, the views reading it too."""

@@ -19,7 +19,7 @@ from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from . import catalog_tables
 from .ingest import Ingester
 from ..errors import Interrupted, ViewDFError
-from ..wording import agreeing, plural
+from ..wording import agreeing, named_spans, plural
 from ..language import statements as st
 from ..language.parser import VACUUM_RETAIN_SECONDS
 from ..language.queries import LATEST, CompiledQuery, RefKind, Scope, compile_query
@@ -28,7 +28,6 @@ from ..maintainer.cancellation import cancel_on_interrupt
 from ..maintainer.maintainer import Maintainer, StepReport
 from ..maintainer.ranges import RangeFailed
 from ..maintainer.repair import RepairReport, Repairer
-from ..maintainer.reports import named_spans
 from ..maintainer.retention import Retention
 from ..maintainer.timeline import ResolvedRef
 from ..storage.spark_errors import check_runtime
@@ -41,6 +40,7 @@ from ..storage.vacuum import sweep
 from ..timeparts import TimestampLike, format_part, part_start, subscript_of
 
 from .query_views import recompute_runs
+from .reads import Reads
 from .results import PartCheck
 
 
@@ -63,6 +63,7 @@ class Engine:
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
                                  self.maintainer.unique_key_sets)
         self.writer = WriterLock(self.fs, lock_timeout, status=progress)
+        self.reads = Reads(self.spark, self.catalog, self.maintainer)
         self._lock = threading.RLock()
         self._since: int | None = None    # catalog version when the running statement began
         self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data

@@ -14,6 +14,7 @@ from pyspark.sql.types import IntegralType, StructType
 from ..language import statements as st
 from ..language.queries import CompiledQuery
 from ..maintainer.compare import Comparison
+from ..maintainer.execute import explain_text
 from ..maintainer.maintainer import StepReport
 from ..storage.spark_errors import check_runtime
 
@@ -53,6 +54,11 @@ class Result:
     @property
     def has_rows(self) -> bool:
         return self.frame is not None or self.table is not None
+
+    def plans(self, mode: str = "extended") -> str:
+        """Spark's plans for a query's rows, as text (``mode`` as ``DataFrame.explain`` takes it)."""
+        assert self.frame is not None      # only a query's result has plans
+        return explain_text(self.frame, mode=mode)
 
     def to_pandas(self) -> pd.DataFrame | None:
         """All rows, or None for a statement without rows."""

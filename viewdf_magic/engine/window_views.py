@@ -23,9 +23,8 @@ from ..translation.pattern_query import find_pattern
 from ..translation.window_diagram import chain_edges
 from ..translation.window_plan import affine, chunk_length
 from ..maintainer.maintainer import Maintainer, PendingStep
-from ..maintainer.reports import named_spans
 from ..timeparts import format_part, part_start
-from ..wording import plural
+from ..wording import named_spans, plural
 from .pattern_views import origin_query
 
 

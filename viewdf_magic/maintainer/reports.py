@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 import pandas as pd
 
@@ -91,18 +91,3 @@ class StepReport:
                 f"<pre>{html.escape(self.sql.strip())}</pre></details>"
                 f"<div>New part:</div>{rows}{plan}</div>")
 
-
-def named_spans(parts: Iterable[tuple[str, pd.Timestamp]]) -> str:
-    """Parts (name and start) named by object and time span, in order of first appearance, e.g.
-    ``Helper[2015-01-01 10:00:00 .. 10:11:00], View2[2015-01-01 10:03:00]``."""
-    spans: dict[str, list[pd.Timestamp]] = {}
-    for name, stamp in parts:
-        spans.setdefault(name, []).append(stamp)
-    return ", ".join(f"{name}[{_span(min(stamps), max(stamps))}]" for name, stamps in spans.items())
-
-
-def _span(first: pd.Timestamp, last: pd.Timestamp) -> str:
-    if first == last:
-        return f"{first:%Y-%m-%d %H:%M:%S}"
-    tail = "%H:%M:%S" if first.date() == last.date() else "%Y-%m-%d %H:%M:%S"
-    return f"{first:%Y-%m-%d %H:%M:%S} .. {last.strftime(tail)}"

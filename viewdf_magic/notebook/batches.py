@@ -9,13 +9,10 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from ..catalog.model import ObjectDef
-from ..engine.conform import conform_by_name, read_file, to_frame
 from ..errors import ViewDFError
-from ..language.tokens import quote_name
 from ..network_example import SEED, network_stream
-from ..timeparts import part_start, subscript_sql
-from ..warehouse import Warehouse
+from ..timeparts import part_start
+from ..warehouse import ObjectDef, Warehouse
 
 PART = "__replay_part"
 
@@ -44,14 +41,12 @@ class Batches:
     """
 
     def __init__(self, warehouse: Warehouse, stream: str, source: Source) -> None:
-        definition = warehouse.catalog.get(stream)
+        definition = warehouse.reads.definition(stream)
         if definition is None or definition.kind != "stream":
             raise ViewDFError(f"no stream named '{stream}' to replay into")
         self.definition: ObjectDef = definition
-        assert definition.timestamp_column is not None      # every stream has one
-        subscript = F.expr(subscript_sql(quote_name(definition.timestamp_column), definition.length))
-        frame = _read(warehouse, definition, source).withColumn(PART, subscript)
-        self._frame = frame.localCheckpoint()
+        rows = source.frame() if isinstance(source, NetworkStream) else source
+        self._frame = warehouse.reads.stream_rows(definition, rows, PART).localCheckpoint()
         counts = sorted(self._frame.groupBy(PART).count().collect())
         if any(row[PART] is None for row in counts):
             raise ViewDFError(f"the source has rows with a NULL {definition.timestamp_column}")
@@ -73,13 +68,3 @@ class Batches:
         """How many batches lie at or before the stream's ``newest`` part (already in the stream)."""
         return sum(1 for s in self.subscripts if newest is not None and s <= newest)
 
-
-def _read(warehouse: Warehouse, definition: ObjectDef, source: Source) -> DataFrame:
-    """The source as a Spark DataFrame with the stream's columns (matched by name)."""
-    if isinstance(source, NetworkStream):
-        source = source.frame()
-    if isinstance(source, str):
-        return read_file(warehouse.spark, source, None, {}, definition.schema, ViewDFError)
-    if isinstance(source, pd.DataFrame) and source.empty:
-        raise ViewDFError("the source has no rows")
-    return conform_by_name(to_frame(warehouse.spark, source), definition.schema, ViewDFError)

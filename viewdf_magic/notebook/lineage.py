@@ -14,38 +14,15 @@ import math
 import ipywidgets as widgets
 import pandas as pd
 
-from ..catalog.catalog import Catalog
-from ..catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef, PartMeta
 from ..errors import ViewDFError
-from ..language.parser import parse
-from ..language.statements import CreateViewDF
 from ..timeparts import format_part
-from ..warehouse import Warehouse
+from ..warehouse import PART_TIMESTAMP, LineageRange, ObjectDef, PartMeta, Warehouse
 from ..wording import plural
 
 WIDTHS = (12, 24, 48, 96)          # zoom levels: columns shown
 PREVIEW_ROWS = 20
 COLORS = {"selected": "#ff7f0e", "upstream": "#ffd54f", "stream": "#9ecae1", "view": "#a1d99b",
           "empty": "#e0e0e0", "none": "#ffffff"}
-
-
-def upstream_parts(catalog: Catalog, name: str, subscript: int) -> dict[str, set[int]]:
-    """Every part that part ``subscript`` of ``name`` was computed from, transitively, by the
-    lineage the catalog recorded: object name -> subscripts."""
-    closure: dict[str, set[int]] = {}
-    todo = [(name, subscript)]
-    while todo:
-        current, part = todo.pop()
-        meta = _meta(catalog, current, part)
-        for read in meta.lineage if meta is not None else ():
-            definition = catalog.get(read.name)
-            key = definition.name if definition is not None else read.name
-            seen = closure.setdefault(key, set())
-            for s in range(read.first, read.last + 1):
-                if s not in seen:
-                    seen.add(s)
-                    todo.append((key, s))
-    return closure
 
 
 def ranges(name: str, subscripts: set[int]) -> list[LineageRange]:
@@ -59,29 +36,6 @@ def ranges(name: str, subscripts: set[int]) -> list[LineageRange]:
     return runs
 
 
-def producing_query(definition: ObjectDef, meta: PartMeta | None) -> str:
-    """The ViewDF clause that computed a part (from the view's definition), or how a stream part
-    came to be."""
-    if definition.kind == "stream":
-        return "sealed empty (no rows arrived)" if meta is None else "ingested"
-    if meta is None:
-        return "not computed yet"
-    [statement] = parse(definition.definition)
-    assert isinstance(statement, CreateViewDF)         # a stored view's definition is its ViewDF
-    clause = statement.clause_for(meta.how)
-    assert clause is not None                          # the clause that computed a stored part exists
-    guard = "" if clause.guard is None else \
-        f" WHEN {clause.guard.part.text} IS UNIQUE ({', '.join(c.text for c in clause.guard.columns)})"
-    text = f"{clause.clause.label} {clause.head.text}[{clause.variable}]{guard} AS\n  {clause.query.text.strip()}"
-    if definition.origin:
-        text += f"\n\n-- translated from:\n{definition.origin.strip()}"
-    return text
-
-
-def _meta(catalog: Catalog, name: str, subscript: int) -> PartMeta | None:
-    return catalog.state(name).parts.get(subscript) if catalog.get(name) is not None else None
-
-
 class LineageViewer:
     """A grid of parts (rows: streams and views; columns: time) with part details and previews.
 
@@ -91,7 +45,7 @@ class LineageViewer:
 
     def __init__(self, warehouse: Warehouse, view: str | None = None, width: int = 48) -> None:
         self.warehouse = warehouse
-        self.view = warehouse.catalog.get(view) if view is not None else None
+        self.view = warehouse.reads.definition(view) if view is not None else None
         if view is not None and (self.view is None or self.view.kind != "view"):
             raise ViewDFError(f"no view named '{view}'")
         self.objects = self._objects()
@@ -101,7 +55,7 @@ class LineageViewer:
         self.preview_rows: pd.DataFrame | None = None
         self._width = min(WIDTHS, key=lambda w: abs(w - width))
         self._build()
-        parts = self.warehouse.catalog.state(self.view.name).parts if self.view is not None else {}
+        parts = self.warehouse.reads.state(self.view.name).parts if self.view is not None else {}
         if parts:
             assert self.view is not None      # only a view has parts here
             self.select(self.view.name, max(parts))
@@ -111,10 +65,10 @@ class LineageViewer:
     # -- selection -----------------------------------------------------------------------
     def select(self, name: str, subscript: int) -> None:
         """Select part ``subscript`` of ``name``: highlight its lineage, describe it, preview its rows."""
-        definition = self.warehouse.catalog.get(name)
+        definition = self.warehouse.reads.definition(name)
         assert definition is not None      # a stream or view the viewer shows
         self.selected = (definition.name, subscript)
-        self.highlighted = upstream_parts(self.warehouse.catalog, definition.name, subscript)
+        self.highlighted = self.warehouse.reads.upstream_parts(definition.name, subscript)
         stamp = format_part(subscript, definition.length)
         self.preview_rows = self.warehouse.read_part(definition.name, stamp).drop(columns=PART_TIMESTAMP)
         self.details.value = self._details(definition, subscript)
@@ -125,7 +79,7 @@ class LineageViewer:
 
     def button(self, name: str, subscript: int) -> widgets.Button:
         """The grid cell of a part (its first column), scrolling it into view."""
-        definition = self.warehouse.catalog.get(name)
+        definition = self.warehouse.reads.definition(name)
         assert definition is not None      # a stream or view the viewer shows
         column = subscript * definition.length // self.base
         self._scroll_to(column)
@@ -133,13 +87,13 @@ class LineageViewer:
 
     # -- layout --------------------------------------------------------------------------
     def _objects(self) -> list[ObjectDef]:
-        catalog = self.warehouse.catalog
+        reads = self.warehouse.reads
         if self.view is None:
-            chosen = [d for d in catalog.objects.values() if d.partitioned]
+            chosen = reads.partitioned()
         else:
             chosen = [self.view]
             for item in chosen:
-                chosen.extend(s for s in map(catalog.get, item.sources)
+                chosen.extend(s for s in map(reads.definition, item.sources)
                               if s is not None and s.partitioned and s not in chosen)
         if not chosen:
             raise ViewDFError("the warehouse has no streams or views to show")
@@ -149,7 +103,7 @@ class LineageViewer:
         """The first and last column holding a part of any object shown."""
         ends = []
         for d in self.objects:
-            state = self.warehouse.catalog.state(d.name)
+            state = self.warehouse.reads.state(d.name)
             subscripts = [s for s in (state.first, state.newest) if s is not None] + list(state.parts)
             if subscripts:
                 factor = d.length // self.base
@@ -234,7 +188,7 @@ class LineageViewer:
 
     def _cell(self, definition: ObjectDef, subscript: int) -> tuple[str, str]:
         """The colour key and tooltip of one part."""
-        state = self.warehouse.catalog.state(definition.name)
+        state = self.warehouse.reads.state(definition.name)
         meta = state.parts.get(subscript)
         label = f"{definition.name}[{subscript}] {format_part(subscript, definition.length)}"
         if self.selected == (definition.name, subscript):
@@ -252,7 +206,7 @@ class LineageViewer:
         return kind, f"{label}: {plural(rows, 'row')}"
 
     def _details(self, definition: ObjectDef, subscript: int) -> str:
-        meta = self.warehouse.catalog.state(definition.name).parts.get(subscript)
+        meta = self.warehouse.reads.state(definition.name).parts.get(subscript)
         reads = [r for name, parts in self.highlighted.items() for r in ranges(name, parts)]
         facts = {
             "part": f"{definition.name}[{subscript}] ({format_part(subscript, definition.length)})",
@@ -267,7 +221,7 @@ class LineageViewer:
         }
         table = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(str(v))}</td></tr>"
                         for k, v in facts.items())
-        query = html.escape(producing_query(definition, meta))
+        query = html.escape(self.warehouse.reads.producing_query(definition.name, subscript))
         return f"<table>{table}</table><pre>{query}</pre>"
 
     def _repr_mimebundle_(self, **kwargs) -> dict:

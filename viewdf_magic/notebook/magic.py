@@ -18,14 +18,11 @@ from IPython.display import display
 from pyspark.sql import DataFrame, SparkSession
 from traitlets import Bool, Int, TraitError, Unicode, observe, validate
 
-from ..catalog.filesystem import qualify
 from ..errors import ViewDFError
-from ..language.parser import parse
 from ..language.statements import CreateQueryView, CreateViewDF, Query
-from ..maintainer.execute import explain_text
 from ..session import connect_session, is_spark_session
 from ..engine.results import Result
-from ..warehouse import Warehouse
+from ..warehouse import Warehouse, statement_count, warehouse_location
 from .batches import NetworkStream, Source
 from .lineage import LineageViewer
 from .render import ResultView, error_text
@@ -151,7 +148,7 @@ class ViewDF(Magics):
             raise UsageError(f"-o needs a Python variable name, not {args.out!r}")
         store_in = capture or args.out
         try:
-            count = len(parse(text))      # bad input fails here, before a Spark session starts
+            count = statement_count(text)      # bad input fails here, before a Spark session starts
             warehouse = self._warehouse(args.warehouse)
             if not count:
                 print(f"Current warehouse: {warehouse.path}")
@@ -217,7 +214,7 @@ class ViewDF(Magics):
 
     def _warehouse(self, path: str | None) -> Warehouse:
         """The chosen warehouse, opened once per path, on the user's ``spark`` session if there is one."""
-        where = qualify(path) if path is not None else self._current or qualify(self.warehouse)
+        where = warehouse_location(path) if path is not None else self._current or warehouse_location(self.warehouse)
         session = self._user_session()
         opened = self._open.get(where)
         if opened is None or (session is not None and opened.spark is not session):
@@ -242,8 +239,7 @@ class ViewDF(Magics):
         last = None
         for number, result in enumerate(warehouse.run_iter(text), start=1):
             if explain and isinstance(result.statement, Query):
-                assert result.frame is not None      # a query's result has its rows
-                print(explain_text(result.frame, mode="extended"))
+                print(result.plans("extended"))
             if result.has_rows:
                 last = result
             if number == count and isinstance(result.statement, Query):

@@ -12,9 +12,9 @@ import pandas as pd
 
 from ..errors import ViewDFError
 from ..language.statements import Describe, Step, Verify
-from ..maintainer.reports import StepReport, named_spans
 from ..engine.results import Result
-from ..wording import plural
+from ..warehouse import StepReport
+from ..wording import named_spans, plural
 
 RED, RESET = "\x1b[31m", "\x1b[0m"
 DETAILED_STEPS = 5    # a STEP computing at most this many parts shows each one's full report

@@ -17,11 +17,9 @@ from typing import Iterable, cast
 import ipywidgets as widgets
 import pandas as pd
 
-from ..catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef
 from ..errors import ViewDFError
-from ..maintainer.reports import StepReport
 from ..timeparts import format_part
-from ..warehouse import Warehouse
+from ..warehouse import PART_TIMESTAMP, LineageRange, ObjectDef, StepReport, Warehouse
 from .batches import Batches, NetworkStream, Source
 from .render import ResultView
 from .timing_plot import TIMING_COLUMNS, TimingPlot
@@ -56,7 +54,7 @@ class Replay:
         self.batches = Batches(warehouse, stream, source)
         self.stream = self.batches.definition.name
         self.views = self._views(views)
-        self.position = self.batches.ingested(warehouse.catalog.state(self.stream).newest)
+        self.position = self.batches.ingested(warehouse.reads.state(self.stream).newest)
         self.error: str | None = None
         self._rows: list[dict] = []
         self._status: dict[str, str] = {}
@@ -115,13 +113,13 @@ class Replay:
         from their definitions; the replay starts over at batch 0."""
         self.pause()
         self.wait()
-        catalog = self.warehouse.catalog
-        doomed = sorted(catalog.downstream(self.stream), key=lambda d: d.created)
+        reads = self.warehouse.reads
+        doomed = sorted(reads.downstream(self.stream), key=lambda d: d.created)
         statements = [d.origin or d.definition for d in doomed if d.owner is None]
         self.warehouse.drop(self.stream, "stream", cascade=True)
         for statement in statements:
             self.warehouse.run(statement)
-        self.views = [cast(ObjectDef, catalog.get(v.name)) for v in self.views]     # each defined again above
+        self.views = [cast(ObjectDef, reads.definition(v.name)) for v in self.views]     # each defined again above
         self.position = self._target = 0
         self.error = None
         self._rows, self._status, self._tables = [], {}, {}
@@ -206,7 +204,7 @@ class Replay:
             for step in own:            # as VERIFY VIEW does: FLOAT/DOUBLE within its default tolerance
                 check = self.warehouse.verify_part(view.name, step.part_timestamp)
                 row["naive_seconds"] += check.recompute_seconds
-                row["naive_parts_read"] += parts_read(self._recompute_lineage(view, step.subscript))
+                row["naive_parts_read"] += parts_read(self.warehouse.reads.recompute_lineage(view, step.subscript))
                 row["equal"] = row["equal"] and check.comparison.equal
         stored = self.warehouse.read_part(view.name, own[-1].part_timestamp).drop(columns=PART_TIMESTAMP)
         self._status[view.name] = _status_line(row)
@@ -214,25 +212,18 @@ class Replay:
         return row
 
     def _owner(self, name: str) -> str | None:
-        definition = self.warehouse.catalog.get(name)
+        definition = self.warehouse.reads.definition(name)
         return definition.owner.lower() if definition is not None and definition.owner else None
-
-    def _recompute_lineage(self, view: ObjectDef, subscript: int) -> tuple[LineageRange, ...]:
-        """The parts the view's RECOMPUTE query reads for part ``subscript``."""
-        maintainer = self.warehouse.maintainer
-        query = maintainer.compiled(view).recompute
-        assert query is not None      # naive recomputation is run only for views with RECOMPUTE
-        return maintainer.timeline.lineage(maintainer.timeline.resolve(query, view, subscript))
 
     # -- setup ---------------------------------------------------------------------------
     def _views(self, names: Iterable[str] | None) -> list[ObjectDef]:
-        catalog = self.warehouse.catalog
+        reads = self.warehouse.reads
         if names is None:
-            readers = [d for d in catalog.downstream(self.stream)[1:] if d.owner is None]
+            readers = [d for d in reads.downstream(self.stream)[1:] if d.owner is None]
             return sorted(readers, key=lambda d: d.created)
         views = []
         for name in names:
-            definition = catalog.get(name)
+            definition = reads.definition(name)
             if definition is None or definition.kind != "view":
                 raise ViewDFError(f"no view named '{name}'")
             views.append(definition)
@@ -240,7 +231,7 @@ class Replay:
 
     def _without_recompute(self) -> list[str]:
         """The views shown that have no RECOMPUTE clause, so no naive baseline."""
-        return [v.name for v in self.views if self.warehouse.maintainer.compiled(v).recompute is None]
+        return [v.name for v in self.views if not self.warehouse.reads.has_recompute(v)]
 
     def _naive_toggled(self, change: dict) -> None:
         missing = self._without_recompute() if change["new"] else []
