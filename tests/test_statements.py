@@ -281,3 +281,21 @@ def test_a_batch_is_stored_with_the_counts_it_was_checked_with(warehouse, spark)
     both = counted.merge(stored, on="part_timestamp", how="outer").fillna(0)
     assert both["stored"].sum() == 600 and (both["rows"] == both["stored"]).all(), both
     assert warehouse.execute("SELECT count(DISTINCT n) AS n FROM R")["n"].tolist() == [600]
+
+
+def test_every_statement_class_has_a_handler_and_only_inspection_reads_without_the_writer_lock():
+    import inspect
+
+    from viewdf_magic.handlers import HANDLERS
+    from viewdf_magic.language import statements as st
+    from viewdf_magic.language.parser import parse
+
+    kinds = {c for _, c in inspect.getmembers(st, inspect.isclass)
+             if issubclass(c, st.Statement) and c is not st.Statement}
+    assert kinds == set(HANDLERS)
+    assert {c.__name__ for c in kinds if c.read_only} == {
+        "Query", "ShowStreams", "ShowViews", "ShowTables", "ShowPending", "ShowParts", "Describe", "ExplainView",
+        "Verify"}
+    shown = [type(s).__name__ for s in parse("SHOW STREAMS; SHOW VIEWS; SHOW TABLES; SHOW PENDING; "
+                                             "SHOW PARTS OF M; SHOW PARTS M CHANGED SINCE '2024-01-01'")]
+    assert shown == ["ShowStreams", "ShowViews", "ShowTables", "ShowPending", "ShowParts", "ShowParts"]

@@ -16,7 +16,7 @@ from .engine.ingest import IngestReport
 from .engine.reads import Reads, SourceRows
 from .engine.results import MaintenanceWarning, PartCheck, Result
 from .errors import ViewDFError
-from .handlers import READ_ONLY, dispatch
+from .handlers import dispatch
 from .language import statements as st
 from .catalog.filesystem import qualify
 from .catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef, PartMeta
@@ -89,7 +89,7 @@ class Warehouse:
         Nothing runs if any statement fails to parse; a failing statement stops the rest
         (the ones before it have taken effect)."""
         for statement in parse(text):
-            with (self.engine.reading() if isinstance(statement, READ_ONLY) else self.engine.writing()):
+            with (self.engine.reading() if statement.read_only else self.engine.writing()):
                 result = dispatch(self.engine, statement)
             yield result
 

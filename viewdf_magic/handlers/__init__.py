@@ -4,7 +4,7 @@ and returns a Result; none calls back into the ``Warehouse`` API."""
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, TypeVar
 
 from ..engine.engine import Engine
 from ..engine.results import Result
@@ -12,28 +12,38 @@ from ..errors import ViewDFError
 from ..language import statements as st
 from . import data, definitions, inspection, stepping
 
-# each handler takes the engine and its own statement class (a dict keyed by class cannot say so)
-HANDLERS: dict[type[st.Statement], Callable[..., Result]] = {
-    st.CreateStream: definitions.create_stream,
-    st.CreateTable: definitions.create_table,
-    st.CreateViewDF: definitions.create_view,
-    st.CreateQueryView: definitions.create_view,
-    st.Alter: definitions.alter,
-    st.Drop: definitions.drop,
-    st.Insert: data.insert,
-    st.Load: data.load,
-    st.Seal: data.seal,
-    st.Vacuum: data.vacuum,
-    st.SetMaintenance: stepping.set_maintenance,
-    st.Step: stepping.step,
-    st.Query: inspection.query,
-    st.Show: inspection.show,
-    st.Describe: inspection.describe,
-    st.ExplainView: inspection.explain_view,
-    st.Verify: inspection.verify,
-}
+StatementT = TypeVar("StatementT", bound=st.Statement)
+Handler = Callable[[Engine, Any], Result]
 
-READ_ONLY = (st.Query, st.Show, st.Describe, st.ExplainView, st.Verify)
+
+def _handles(kind: type[StatementT], handler: Callable[[Engine, StatementT], Result]) -> tuple[type[st.Statement], Handler]:
+    """One entry of ``HANDLERS``: mypy checks that ``handler`` takes ``kind`` (a dict keyed by class cannot)."""
+    return kind, handler
+
+
+HANDLERS: dict[type[st.Statement], Handler] = dict([
+    _handles(st.CreateStream, definitions.create_stream),
+    _handles(st.CreateTable, definitions.create_table),
+    _handles(st.CreateViewDF, definitions.create_view),
+    _handles(st.CreateQueryView, definitions.create_view),
+    _handles(st.Alter, definitions.alter),
+    _handles(st.Drop, definitions.drop),
+    _handles(st.Insert, data.insert),
+    _handles(st.Load, data.load),
+    _handles(st.Seal, data.seal),
+    _handles(st.Vacuum, data.vacuum),
+    _handles(st.SetMaintenance, stepping.set_maintenance),
+    _handles(st.Step, stepping.step),
+    _handles(st.Query, inspection.query),
+    _handles(st.ShowStreams, inspection.show_streams),
+    _handles(st.ShowViews, inspection.show_views),
+    _handles(st.ShowTables, inspection.show_tables),
+    _handles(st.ShowPending, inspection.show_pending),
+    _handles(st.ShowParts, inspection.show_parts),
+    _handles(st.Describe, inspection.describe),
+    _handles(st.ExplainView, inspection.explain_view),
+    _handles(st.Verify, inspection.verify),
+])
 
 
 def dispatch(engine: Engine, statement: st.Statement) -> Result:

@@ -30,18 +30,24 @@ def query(engine: Engine, statement: st.Query) -> Result:
     return Result(statement, frame=frame, query=query, note=engine.lag_note(query))
 
 
-def show(engine: Engine, statement: st.Show) -> Result:
-    timeline = engine.maintainer.timeline
-    if statement.what == "PENDING":
-        return Result(statement, table=engine.maintainer.pending())
-    if statement.what == "STREAMS":
-        return Result(statement, table=catalog_tables.streams_table(engine.catalog))
-    if statement.what == "VIEWS":
-        return Result(statement, table=catalog_tables.views_table(engine.catalog, timeline,
-                                                                     engine.maintainer.lags()))
-    if statement.what == "TABLES":
-        return Result(statement, table=catalog_tables.tables_table(engine.catalog))
-    assert statement.name is not None      # SHOW PARTS names its object
+def show_streams(engine: Engine, statement: st.ShowStreams) -> Result:
+    return Result(statement, table=catalog_tables.streams_table(engine.catalog))
+
+
+def show_views(engine: Engine, statement: st.ShowViews) -> Result:
+    return Result(statement, table=catalog_tables.views_table(engine.catalog, engine.maintainer.timeline,
+                                                                 engine.maintainer.lags()))
+
+
+def show_tables(engine: Engine, statement: st.ShowTables) -> Result:
+    return Result(statement, table=catalog_tables.tables_table(engine.catalog))
+
+
+def show_pending(engine: Engine, statement: st.ShowPending) -> Result:
+    return Result(statement, table=engine.maintainer.pending())
+
+
+def show_parts(engine: Engine, statement: st.ShowParts) -> Result:
     definition = engine.require(statement.name.text, ("stream", "view"), statement, statement.name)
     table = catalog_tables.parts_table(engine.catalog, definition)
     if statement.changed_since is not None:

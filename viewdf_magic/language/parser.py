@@ -16,7 +16,7 @@ from ..timeparts import UNIT_SECONDS
 from .source import Fragment
 from .statements import (Alter, ClauseKind, CreateQueryView, CreateStream, CreateTable, Creation, CreateViewDF,
                          DeltaQuery, Describe, Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance,
-                         Show, Statement, Step, UniqueGuard, Vacuum, Verify)
+                         ShowParts, ShowPending, ShowStreams, ShowTables, ShowViews, Statement, Step, UniqueGuard, Vacuum, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -503,12 +503,16 @@ def _load(cursor: _Cursor) -> Load:
     return Load(cursor.fragment, path, path_at, target, fmt, options, force)
 
 
-def _show(cursor: _Cursor) -> Show:
+SHOWS: dict[str, type[Statement]] = {"STREAMS": ShowStreams, "VIEWS": ShowViews, "TABLES": ShowTables,
+                                     "PENDING": ShowPending}
+
+
+def _show(cursor: _Cursor) -> Statement:
     cursor.expect("SHOW")
-    for what in ("STREAMS", "VIEWS", "TABLES", "PENDING"):
-        if cursor.accept(what):
+    for word, kind in SHOWS.items():
+        if cursor.accept(word):
             cursor.done()
-            return Show(cursor.fragment, what)
+            return kind(cursor.fragment)
     if cursor.accept("PARTS"):
         cursor.accept("OF") or cursor.accept("FROM")
         name = cursor.name("a stream or view name")
@@ -516,7 +520,7 @@ def _show(cursor: _Cursor) -> Show:
         if cursor.accept("CHANGED", "SINCE"):
             since, since_at = cursor.string("a timestamp ('2024-01-01 10:00:00')")
         cursor.done()
-        return Show(cursor.fragment, "PARTS", name, since, since_at)
+        return ShowParts(cursor.fragment, name, since, since_at)
     raise cursor.error("expected STREAMS, VIEWS, TABLES, PARTS or PENDING after SHOW")
 
 

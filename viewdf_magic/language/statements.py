@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .source import Fragment
 
@@ -24,6 +25,7 @@ class Name:
 @dataclass(frozen=True)
 class Statement:
     fragment: Fragment
+    read_only: ClassVar[bool] = False     # runs under the engine's reading lock (it changes nothing)
 
 
 @dataclass(frozen=True)
@@ -188,19 +190,45 @@ class Load(Statement):
 @dataclass(frozen=True)
 class Query(Statement):
     query: Fragment
+    read_only: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
-class Show(Statement):
-    what: str                    # STREAMS, VIEWS, TABLES, PARTS or PENDING
-    name: Name | None = None
-    changed_since: str | None = None     # SHOW PARTS x CHANGED SINCE '<ts>'
+class ShowStreams(Statement):
+    read_only: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class ShowViews(Statement):
+    read_only: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class ShowTables(Statement):
+    read_only: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class ShowPending(Statement):
+    """``SHOW PENDING``: the next step each view would take, and the parts it would read."""
+
+    read_only: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class ShowParts(Statement):
+    """``SHOW PARTS [OF] x [CHANGED SINCE '<ts>']``."""
+
+    name: Name
+    changed_since: str | None = None
     changed_since_at: int = 0
+    read_only: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
 class Describe(Statement):
     name: Name
+    read_only: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -217,6 +245,7 @@ class Verify(Statement):
 
     name: Name
     tolerance: float | None = None   # relative, for FLOAT/DOUBLE columns; 0: exact; None: the default
+    read_only: ClassVar[bool] = True
 
 
 @dataclass(frozen=True)
@@ -256,3 +285,4 @@ class ExplainView(Statement):
     """``EXPLAIN VIEW v``: the definition, the next step's resolved query and its Spark plans."""
 
     name: Name
+    read_only: ClassVar[bool] = True
