@@ -14,7 +14,8 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # the serial collector, a notebook's run takes 80 CPU-seconds instead of 120. The workers' own sessions (the
 # ``spark`` fixture) live for the whole run, and the same flags made them slower, so they keep the JVM's
 # defaults. The `java` launcher reads JDK_JAVA_OPTIONS (docs/benchmarks.md, "The test suite's time").
-os.environ.setdefault("JDK_JAVA_OPTIONS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
+SHORT_LIVED_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+os.environ.setdefault("JDK_JAVA_OPTIONS", SHORT_LIVED_JVM_OPTIONS)
 
 
 # The groups of tests that take minutes (fresh kernels and JVMs, a browser, process kills, long property runs),
@@ -74,12 +75,15 @@ def spark():
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.execution.arrow.pyspark.enabled", "true")
                .config("spark.default.parallelism", "2"))
-    short_lived_options = os.environ.pop("JDK_JAVA_OPTIONS", None)     # this JVM lives for the whole run
+    # this JVM lives for the whole run: without our flags (a developer's own JDK_JAVA_OPTIONS stay)
+    ours = os.environ.get("JDK_JAVA_OPTIONS") == SHORT_LIVED_JVM_OPTIONS
+    if ours:
+        del os.environ["JDK_JAVA_OPTIONS"]
     try:
         session = builder.getOrCreate()
     finally:
-        if short_lived_options is not None:
-            os.environ["JDK_JAVA_OPTIONS"] = short_lived_options
+        if ours:
+            os.environ["JDK_JAVA_OPTIONS"] = SHORT_LIVED_JVM_OPTIONS
     session.sparkContext.setLogLevel("FATAL")
     yield session
     session.stop()

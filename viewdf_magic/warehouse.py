@@ -13,7 +13,7 @@ from .engine import catalog_tables
 from .engine.engine import Engine
 from .engine.conform import conform_by_name, to_frame
 from .engine.ingest import IngestReport
-from .engine.reads import Reads, SourceRows
+from .engine.reads import Reads
 from .engine.results import MaintenanceWarning, PartCheck, Result
 from .errors import ViewDFError
 from .handlers import dispatch
@@ -30,7 +30,7 @@ from .timeparts import TimestampLike
 
 # What front ends (notebook/, cli) use besides the Warehouse: the records its methods and reads return.
 __all__ = ["LineageRange", "MaintenanceWarning", "ObjectDef", "PART_TIMESTAMP", "PartCheck", "PartMeta", "Reads",
-           "Result", "SourceRows", "StepReport", "Warehouse", "statement_count", "warehouse_location"]
+           "Result", "StepReport", "Warehouse", "statement_count", "warehouse_location"]
 
 
 def statement_count(text: str) -> int:
