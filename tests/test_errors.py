@@ -72,6 +72,14 @@ PARSE_ERRORS = {
     "stream without a length": ("CREATE STREAM R (ts TIMESTAMP, v INT)", "R (", ["PARTITION LENGTH"]),
     "bad partition subscript": ("SELECT * FROM M[LATEST +* 2]", "* 2", ["bad partition subscript"]),
     "two ranges": ("SELECT * FROM M[1 .. 2 .. 3]", ".. 3", ["one '..'"]),
+    # a misspelt unit is named and the unit it is closest to suggested, wherever a duration is written
+    "misspelt length unit": ("CREATE STREAM R (ts TIMESTAMP, v INT) PARTITION LENGTH 1 MINUTS", "MINUTS",
+                             ["after PARTITION LENGTH, found 'MINUTS'; did you mean MINUTES?"]),
+    "misspelt lateness unit": ("CREATE STREAM R (ts TIMESTAMP, v INT) PARTITION LENGTH 60 ALLOWED LATENESS 2 PRATS",
+                               "PRATS", ["expected PARTS or a time unit", "found 'PRATS'; did you mean PARTS?"]),
+    "misspelt retain unit": ("CREATE STREAM R (ts TIMESTAMP, v INT) PARTITION LENGTH 60 RETAIN 3 SECNDS", "SECNDS",
+                             ["after RETAIN, found 'SECNDS'; did you mean SECONDS?"]),
+    "misspelt vacuum unit": ("VACUUM RETAIN 2 DAYSS", "DAYSS", ["after VACUUM RETAIN, found 'DAYSS'; did you mean DAYS?"]),
 }
 
 

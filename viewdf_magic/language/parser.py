@@ -114,6 +114,9 @@ class _Cursor:
         if token is not None and token.token_type not in _QUOTED and token.text.upper() in UNIT_SECONDS:
             value *= UNIT_SECONDS[token.text.upper()]
             self.index += 1
+        elif token is not None and suggestion(token, UNIT_SECONDS):       # 60 MINUTS: a unit, misspelt
+            raise self.error(f"expected a time unit (SECONDS, MINUTES, HOURS, DAYS) after {what}",
+                             choices=UNIT_SECONDS)
         if value <= 0:
             raise self.fragment.error(f"{what} must be positive", at)
         return value, at
@@ -134,7 +137,7 @@ class _Cursor:
             self.index += 1
             return Extent(value * UNIT_SECONDS[word], "seconds", at)
         raise self.error(f"expected {'PARTS or ' if parts else ''}a time unit (SECONDS, MINUTES, HOURS, DAYS) "
-                         f"after {what}")
+                         f"after {what}", choices=[*UNIT_SECONDS, "PARTS"] if parts else UNIT_SECONDS)
 
     def rest(self) -> Fragment:
         if self.index >= len(self.tokens):
