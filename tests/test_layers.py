@@ -143,6 +143,21 @@ def test_a_notebook_import_past_the_facade_fails_the_check(tmp_path):
                                        ("notebook/peek.py", "maintainer.reports")}
 
 
+def _handler_translations(root: Path) -> set[tuple[str, str]]:
+    """(module, imported module) pairs where handlers/ imports translation/: a query shape's EXPLAIN and
+    planning live in engine/ (engine/explain.py), so a new translation needs no handler edit."""
+    return {(path.relative_to(root).as_posix(), target) for path in (root / "handlers").rglob("*.py")
+            for target in _imports(path, root) if target.split(".")[0] == "translation"}
+
+
+def test_handlers_leave_translations_to_the_engine(tmp_path):
+    assert _handler_translations(PACKAGE) == set()
+    copy = tmp_path / "viewdf_magic"
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    (copy / "handlers" / "peek.py").write_text("from ..translation.fsm_diagram import fsm_svg\n")
+    assert _handler_translations(copy) == {("handlers/peek.py", "translation.fsm_diagram")}
+
+
 def test_no_module_imports_a_layer_to_its_right():
     assert _back_edges(PACKAGE) == KNOWN_BACK_EDGES
 

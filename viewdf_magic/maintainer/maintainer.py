@@ -428,14 +428,10 @@ class Maintainer:
                     skipped.update(s.view.key for s in wave)
         return outcomes
 
-    def range_summary(self, definition: ObjectDef) -> str:
-        """EXPLAIN VIEW's sentence on how runs of the view's parts are computed."""
-        summary = self.range_plan(definition).describe(definition.name)
-        failed = self._range_failed.get(definition.key)
-        if failed is not None:
-            summary += (f" This session, Spark could not run its range step ({failed}), so its parts are computed "
-                        f"one at a time until the warehouse is opened again.")
-        return summary
+    def range_failure(self, definition: ObjectDef) -> str | None:
+        """Why Spark could not run the view's range step this session (its parts are then computed one at
+        a time until the warehouse is opened again); None when it could."""
+        return self._range_failed.get(definition.key)
 
     def range_plan(self, definition: ObjectDef) -> RangePlan:
         """How runs of ``definition``'s parts are computed (analysed once per definition)."""
@@ -675,27 +671,6 @@ class Maintainer:
                     or not self.runner.is_empty(ref):
                 return None
         return " and ".join(f"{ref.text} is empty" for ref in refs)
-
-    def jobless_summary(self, definition: ObjectDef) -> str:
-        """EXPLAIN VIEW's sentences on which of the view's parts are recorded without a Spark job."""
-        view = self.compiled(definition)
-        clauses = [(ClauseKind.INITIALIZE, view.initialize), (ClauseKind.UPDATE, view.update),
-                   (ClauseKind.RECOMPUTE, view.recompute)]
-        rules = [(kind, query, empty_rule(query)) for kind, query in clauses if query is not None]
-        known = [f"{kind.label} when {rule.describe({b.placeholder: b.text for b in query.bindings})}"
-                 for kind, query, rule in rules if not rule.never]
-        if view.empty_when is not None:
-            known.append(f"any part when {view.empty_when.fragment.text} (declared EMPTY WHEN)")
-        if not known:
-            summary = (f"Every part of {definition.name} runs a Spark job: its query's shape does not guarantee "
-                       f"an empty result when some of its inputs are empty.")
-        else:
-            summary = (f"A part of {definition.name} is recorded empty without a Spark job ({'; '.join(known)}); "
-                       f"the catalog knows every input part's row count.")
-        if view.unchanged_when is not None:
-            summary += (f" An UPDATE part is recorded as holding the previous part's rows, without a Spark job, "
-                        f"when {view.unchanged_when.fragment.text} (declared UNCHANGED WHEN).")
-        return summary
 
     def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
         return PartPreview(self.catalog, self.store, definition, subscript)
