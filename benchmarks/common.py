@@ -13,14 +13,15 @@ FIRST_PART = 23668440          # 2015-01-01 10:00 UTC, minute parts
 
 
 def bench_session(**config: str) -> SparkSession:
-    """The same local[2] session shape as the NOTES calibration runs, plus ``config``."""
-    builder = SparkSession.builder
-    for key, value in config.items():
+    """The same local[2] session shape as the NOTES calibration runs; ``config`` is applied last, so it
+    overrides these defaults (``--shuffle-partitions`` once had no effect: the default came after it)."""
+    settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
+                "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4",
+                "spark.driver.memory": "6g", **config}
+    builder = SparkSession.builder.master("local[2]").appName("viewdf-bench")
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    spark = (builder.master("local[2]").appName("viewdf-bench")
-             .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-             .config("spark.sql.session.timeZone", "UTC").config("spark.sql.shuffle.partitions", "4")
-             .config("spark.driver.memory", "6g").getOrCreate())
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("FATAL")
     return spark
 
