@@ -127,6 +127,14 @@ def test_structured_streaming_gives_the_batch_query_rows(spark, nexmark, expecte
     assert sum(1 for count in run.batch_rows if count) == 2
 
 
+def test_structured_streaming_q7_evicts_bids_once_their_window_is_closed(nexmark):
+    """q7 joins on a time range with the windows' event time (window_time), so state is bounded: bids are
+    removed once the watermark passes their window (with ``w.end`` Spark kept every bid)."""
+    run, bids = nexmark["streamed"]["q7"], nexmark["events"].bids.num_rows
+    assert sum(run.state_rows_removed) > 0
+    assert run.state_rows[-1] < bids
+
+
 def test_each_part_of_q4_is_the_query_over_the_events_before_its_end(nexmark):
     stored = nexmark["warehouse"].execute("SELECT category, average_final, PART_TIMESTAMP FROM q4")
     window_us, slide_us = WINDOW_SECONDS * 1_000_000, SLIDE_SECONDS * 1_000_000
