@@ -108,6 +108,47 @@ def test_show_parts_changed_since_lists_the_parts_late_data_changed(warehouse):
     assert caught.value.position is not None
 
 
+def expected_lateness(batches: list[list[float]]) -> tuple[int, dict[int, int]]:
+    """Rows on time, and late rows by how many parts they were behind the newest part when their batch
+    arrived, from the batches' minutes alone (one-minute parts)."""
+    newest, on_time, behind = None, 0, {}
+    for minutes in batches:
+        for part in (int(m) for m in minutes):
+            if newest is None or part > newest:
+                on_time += 1
+            else:
+                behind[newest - part] = behind.get(newest - part, 0) + 1
+        newest = max([newest if newest is not None else -1, *(int(m) for m in minutes)])
+    return on_time, behind
+
+
+def test_show_lateness_counts_late_rows_by_parts_behind_and_the_repairs_they_cost(warehouse, make_warehouse):
+    warehouse.execute(NETWORK_DDL)
+    batches = [[0, 1, 2, 4, 5, 6], [3], [6.5, 7, 7.5], [1.5, 2.5, 7.2]]
+    reports = [warehouse.ingest("M", batch(batches[0], [12, 15, 24, 20, 16, 7])), warehouse.ingest("M", batch([3], [30]))]
+    first = warehouse.execute("SHOW LATENESS")
+    # the late row into 10:03 (three parts behind 10:06) recomputed Helper[3..6] and View2[3..5] (the test above)
+    assert first.loc[0, ["view_parts_recomputed", "changed", "unchanged"]].tolist() == [7, 6, 1]
+    reports += [warehouse.ingest("M", batch(minutes, [30 - k for k in range(len(minutes))])) for minutes in batches[2:]]
+    with pytest.raises(ViewDFError):      # refused rows are not counted: a refused batch writes nothing
+        warehouse.ingest("M", batch([0.5], [1]).assign(ts=[pd.NaT]))
+    shown = warehouse.execute("SHOW LATENESS FOR M")
+    on_time, behind = expected_lateness(batches)
+    assert (on_time, behind) == (8, {0: 2, 3: 1, 5: 1, 6: 1})     # 6.5 and 7.2 went into the newest part
+    row = shown.iloc[0]
+    assert (row["stream"], row["rows"], row["on_time_rows"], row["late_rows"]) == ("M", 13, on_time, sum(behind.values()))
+    assert row["late_rows_by_parts_behind"] == dict(sorted(behind.items())) and row["most_parts_behind"] == 6
+    assert row["late_arrivals"] == 5 and row["parts"] == 8 and row["views"] == "Helper, View2"
+    repaired = [step for report in reports if report.repair for step in report.repair.steps]
+    assert row["view_parts_recomputed"] == len(repaired)
+    assert row["changed"] == sum(step.repair == "changed" for step in repaired)
+    assert row["unchanged"] == sum(step.repair == "unchanged" for step in repaired)
+    assert row["repair_seconds"] == pytest.approx(sum(step.seconds for step in repaired))
+    with pytest.raises(ViewDFError, match="'View2' is a view, not a stream"):
+        warehouse.execute("SHOW LATENESS FOR View2")
+    pd.testing.assert_frame_equal(make_warehouse().execute("SHOW LATENESS"), shown)     # kept in the catalog
+
+
 def test_allowed_lateness_refuses_older_rows_and_writes_nothing(warehouse):
     warehouse.execute("CREATE STREAM M (ts TIMESTAMP, src STRING, dest STRING, loss INT) "
                       "PARTITION LENGTH 60 ALLOWED LATENESS 2 MINUTES;"
@@ -181,4 +222,7 @@ def test_any_mix_of_on_time_and_late_batches_equals_a_rebuild(make_warehouse, ba
         minutes = [m + 0.5 for m, _, _ in rows]
         warehouse.ingest("M", batch(minutes, [loss for _, _, loss in rows], [src for _, src, _ in rows]))
     assert "repair" not in warehouse.catalog.settings
+    on_time, behind = expected_lateness([[m + 0.5 for m, _, _ in rows] for rows in batches])
+    shown = warehouse.execute("SHOW LATENESS FOR M").iloc[0]
+    assert (shown["on_time_rows"], shown["late_rows_by_parts_behind"]) == (on_time, dict(sorted(behind.items())))
     assert_equals_rebuild(warehouse, make_warehouse, ddl, name + "-rebuilt")

@@ -185,16 +185,18 @@ class Advance(Action):
 
 @dataclass(frozen=True)
 class Verified(Action):
-    """A view part was recomputed after late data and came out unchanged."""
+    """A view part was recomputed after late data, in ``seconds``, and came out unchanged."""
 
     op = "verified"
     name: str
     subscript: int
+    seconds: float = 0.0
 
     def apply(self, state: CatalogState, version: int) -> Undo:
         parts = _state(state, self.name).parts
         meta = parts[self.subscript]
-        parts[self.subscript] = dataclasses.replace(meta, verified=version, repairs=meta.repairs + 1)
+        parts[self.subscript] = dataclasses.replace(meta, verified=version, repairs=meta.repairs + 1,
+                                                    repair_seconds=meta.repair_seconds + self.seconds)
         return _undo_items([(parts, self.subscript)], {self.subscript: meta})
 
 

@@ -93,7 +93,12 @@ class PartMeta:
     how: ClauseKind                     # ingest, late (sealed or new, then late rows), or the view's clause
     checksum: str = ""                  # view parts: an order-independent hash of the rows
     arrivals: tuple[float, ...] = ()    # stream parts: when each folder's rows arrived
+    arrival_rows: tuple[int, ...] = ()  # stream parts: the rows of each arrival (empty in older catalogs)
+    arrival_behind: tuple[int | None, ...] = ()   # stream parts: per arrival, the parts it was behind the
+                                        # stream's newest part (0: into the newest itself), None: on time
     repairs: int = 0                    # view parts: recomputations after late data
+    repairs_changed: int = 0            # view parts: of those, the ones whose content changed
+    repair_seconds: float = 0.0         # view parts: the seconds those recomputations took
     changed: int = 0                    # catalog version of the last content change (set by the catalog)
     verified: int = 0                   # catalog version it was last computed or checked at (set by the catalog)
     unique: tuple[tuple[str, ...], ...] = ()   # stream parts: column sets (lower case) no two rows share, checked
@@ -102,6 +107,14 @@ class PartMeta:
     def late_rows(self) -> bool:
         """A stream part that received rows after it was first written or sealed."""
         return len(self.arrivals) > 1 or self.how is ClauseKind.LATE
+
+    def arrival_counts(self) -> tuple[tuple[int, ...], tuple[int | None, ...]]:
+        """A stream part's rows and lateness per arrival (``arrival_rows``, ``arrival_behind``); a part of an
+        older catalog, which kept only the arrival times, counts all its rows as its first arrival's, on time."""
+        if len(self.arrival_rows) == len(self.arrivals):
+            return self.arrival_rows, self.arrival_behind
+        count = len(self.arrivals)
+        return tuple(self.rows if k == 0 else 0 for k in range(count)), (None,) * count
 
     def to_json(self) -> dict:
         """Its fields for the catalog log (a shallow copy: ``asdict``'s deep copy cost seconds per
@@ -117,6 +130,8 @@ class PartMeta:
         data["folders"] = tuple(data["folders"])
         data["lineage"] = tuple(LineageRange(*r) for r in data["lineage"])
         data["arrivals"] = tuple(data.get("arrivals", ()))
+        data["arrival_rows"] = tuple(data.get("arrival_rows", ()))
+        data["arrival_behind"] = tuple(data.get("arrival_behind", ()))
         data["unique"] = tuple(tuple(columns) for columns in data.get("unique", ()))
         data["how"] = ClauseKind(data["how"])
         return PartMeta(**data)

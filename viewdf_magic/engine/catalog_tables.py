@@ -67,6 +67,42 @@ def streams_table(catalog: Catalog) -> pd.DataFrame:
                                        "newest_part"])
 
 
+LATENESS_COLUMNS = ["stream", "parts", "rows", "on_time_rows", "late_rows", "late_arrivals", "late_rows_by_parts_behind",
+                    "most_parts_behind", "views", "view_parts_recomputed", "changed", "unchanged", "repair_seconds"]
+
+
+def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.DataFrame:
+    """SHOW LATENESS: per stream (or for ``stream``), its rows on time and late, the late rows by how many
+    parts they were behind the stream's newest part when they arrived (0: into the newest part itself), and
+    the recomputations of the parts of the views that read it (directly or through views), changed or not,
+    with their seconds. Rows refused by ALLOWED LATENESS are not counted: a refused batch writes nothing."""
+    streams = [stream] if stream else [d for d in catalog.objects.values() if d.kind == "stream"]
+    rows = []
+    for d in streams:
+        parts = catalog.state(d.name).parts.values()
+        behind: dict[int, int] = {}
+        on_time = 0
+        for part in parts:
+            counts, lateness = part.arrival_counts()
+            for n, late in zip(counts, lateness):
+                if late is None:
+                    on_time += n
+                else:
+                    behind[late] = behind.get(late, 0) + n
+        views = [v for v in catalog.downstream(d.name) if v.kind == "view"]
+        view_parts = [p for v in views for p in catalog.state(v.name).parts.values()]
+        recomputed = sum(p.repairs for p in view_parts)
+        changed = sum(p.repairs_changed for p in view_parts)
+        rows.append({"stream": d.name, "parts": len(parts), "rows": sum(p.rows for p in parts),
+                     "on_time_rows": on_time, "late_rows": sum(behind.values()),
+                     "late_arrivals": sum(1 for p in parts for late in p.arrival_counts()[1] if late is not None),
+                     "late_rows_by_parts_behind": dict(sorted(behind.items())),
+                     "most_parts_behind": max(behind, default=None), "views": ", ".join(v.name for v in views),
+                     "view_parts_recomputed": recomputed, "changed": changed, "unchanged": recomputed - changed,
+                     "repair_seconds": sum(p.repair_seconds for p in view_parts)})
+    return pd.DataFrame(rows, columns=LATENESS_COLUMNS).astype({"repair_seconds": "float64"})
+
+
 def views_table(catalog: Catalog, timeline: Timeline, lags: Mapping[str, Lag]) -> pd.DataFrame:
     """SHOW VIEWS: one row per view; ``state`` is ``up to date`` or why it lags (``Maintainer.lags``)."""
     rows = []

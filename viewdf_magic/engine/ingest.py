@@ -110,12 +110,17 @@ class Ingester:
         for s, n in sorted(parts.items()):
             folders = (Slice(folder, s, batch.first, batch.last).text,)
             old = state.parts.get(s)
+            behind = None if newest is None or s > newest else newest - s
             if old is not None:     # late rows for a part that has rows: the part grows
+                rows_before, behind_before = old.arrival_counts()
                 meta = dataclasses.replace(old, rows=old.rows + n, folders=old.folders + folders,
-                                           arrivals=old.arrivals + (now,), updated=now, unique=facts.get(s, ()))
+                                           arrivals=old.arrivals + (now,), arrival_rows=rows_before + (n,),
+                                           arrival_behind=behind_before + (behind,), updated=now,
+                                           unique=facts.get(s, ()))
             else:
-                how = ClauseKind.INGEST if newest is None or s > newest else ClauseKind.LATE
-                meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,), unique=facts.get(s, ()))
+                how = ClauseKind.INGEST if behind is None else ClauseKind.LATE
+                meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,), arrival_rows=(n,),
+                                arrival_behind=(behind,), unique=facts.get(s, ()))
             actions.append(Part(definition.key, meta))
         through = max(parts)
         actions.append(Advance(definition.key, through, now))

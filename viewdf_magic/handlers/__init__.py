@@ -40,6 +40,7 @@ HANDLERS: dict[type[st.Statement], Handler] = dict([
     _handles(st.ShowTables, inspection.show_tables),
     _handles(st.ShowPending, inspection.show_pending),
     _handles(st.ShowParts, inspection.show_parts),
+    _handles(st.ShowLateness, inspection.show_lateness),
     _handles(st.Describe, inspection.describe),
     _handles(st.ExplainView, inspection.explain_view),
     _handles(st.Verify, inspection.verify),

@@ -37,6 +37,12 @@ def show_pending(engine: Engine, statement: st.ShowPending) -> Result:
     return Result(statement, table=engine.maintainer.pending())
 
 
+def show_lateness(engine: Engine, statement: st.ShowLateness) -> Result:
+    stream = None if statement.name is None else \
+        engine.require(statement.name.text, ("stream",), statement, statement.name)
+    return Result(statement, table=catalog_tables.lateness_table(engine.catalog, stream))
+
+
 def show_parts(engine: Engine, statement: st.ShowParts) -> Result:
     definition = engine.require(statement.name.text, ("stream", "view"), statement, statement.name)
     table = catalog_tables.parts_table(engine.catalog, definition)

@@ -16,7 +16,8 @@ from ..timeparts import UNIT_SECONDS
 from .source import Fragment
 from .statements import (Alter, ClauseKind, CreateQueryView, CreateStream, CreateTable, Creation, CreateViewDF,
                          DeltaQuery, Describe, Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance,
-                         ShowParts, ShowPending, ShowStreams, ShowTables, ShowViews, Statement, Step, UniqueGuard, Vacuum, Verify)
+                         ShowLateness, ShowParts, ShowPending, ShowStreams, ShowTables, ShowViews, Statement, Step,
+                         UniqueGuard, Vacuum, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -516,6 +517,10 @@ def _show(cursor: _Cursor) -> Statement:
         if cursor.accept(word):
             cursor.done()
             return kind(cursor.fragment)
+    if cursor.accept("LATENESS"):
+        stream = cursor.name("a stream name") if cursor.accept("FOR") else None
+        cursor.done()
+        return ShowLateness(cursor.fragment, stream)
     if cursor.accept("PARTS"):
         cursor.accept("OF") or cursor.accept("FROM")
         name = cursor.name("a stream or view name")
@@ -524,7 +529,8 @@ def _show(cursor: _Cursor) -> Statement:
             since, since_at = cursor.string("a timestamp ('2024-01-01 10:00:00')")
         cursor.done()
         return ShowParts(cursor.fragment, name, since, since_at)
-    raise cursor.error("expected STREAMS, VIEWS, TABLES, PARTS or PENDING after SHOW")
+    raise cursor.error("expected STREAMS, VIEWS, TABLES, PARTS, PENDING or LATENESS after SHOW",
+                       choices=[*SHOWS, "PARTS", "LATENESS"])
 
 
 def _describe(cursor: _Cursor) -> Describe:

@@ -216,6 +216,14 @@ class ShowPending(Statement):
 
 
 @dataclass(frozen=True)
+class ShowLateness(Statement):
+    """``SHOW LATENESS [FOR M]``: rows on time and late per stream, and the view parts they made recompute."""
+
+    name: Name | None = None
+    read_only: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
 class ShowParts(Statement):
     """``SHOW PARTS [OF] x [CHANGED SINCE '<ts>']``."""
 

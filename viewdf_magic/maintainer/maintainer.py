@@ -611,7 +611,7 @@ class Maintainer:
         if previous is not None and previous.checksum == meta.checksum and previous.how is how:
             if folder:
                 self.store.fs.delete(folder)
-            self.catalog.commit([Verified(definition.key, subscript)])
+            self.catalog.commit([Verified(definition.key, subscript, seconds)])
             report = dataclasses.replace(report, repair="unchanged")
             self.history.append(report)
             return [report]
@@ -619,7 +619,8 @@ class Maintainer:
         # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
         same_rows = previous is not None and previous.checksum == meta.checksum
         if previous is not None:
-            meta = dataclasses.replace(meta, repairs=previous.repairs + 1)
+            meta = dataclasses.replace(meta, repairs=previous.repairs + 1, repair_seconds=previous.repair_seconds + seconds,
+                                       repairs_changed=previous.repairs_changed + (not same_rows))
             report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
         actions: list[Action] = [Part(definition.key, meta, same_rows)]
         reports = [report]
