@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from typing import Callable
@@ -34,6 +35,17 @@ def network_part(spark: SparkSession, part: int, pairs: int, selectivity: float,
         F.concat(F.lit("10.0."), (F.col("id") % 1000).cast("string")).alias("src"),
         F.concat(F.lit("10.1."), (F.col("id") / 1000).cast("int").cast("string")).alias("dest"),
         F.when(F.rand(seed * 7919 + part) < selectivity, 20).otherwise(5).alias("loss"))
+
+
+def session_cpu_seconds(spark: SparkSession) -> float:
+    """CPU-seconds used so far by this Python process and its Spark driver JVM (every thread: tasks,
+    the planner, GC, the JIT), from /proc (Linux)."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()    # type: ignore[union-attr]
+    with open(f"/proc/{pid}/stat") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()
+    jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")       # utime, stime
+    own = os.times()
+    return jvm + own.user + own.system
 
 
 def timed(action: Callable[[], object]) -> float:

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
@@ -33,8 +33,8 @@ from viewdf_magic.nexmark.parts import STREAMS, PartFiles, write_parts
 from viewdf_magic.nexmark.queries import nexmark_queries
 from viewdf_magic.nexmark.views import NEXMARK_VIEWS
 
-from .common import bench_session
-from .nexmark_report import Figures, figures, plot, table
+from .common import bench_session, session_cpu_seconds
+from .nexmark_report import Figures, combined, figures, plot, table
 from .nexmark_runs import (Run, flink_available, flink_rows, naive_rows, run_flink, run_naive,
                            run_structured_streaming, run_viewdf, viewdf_rows)
 
@@ -76,20 +76,49 @@ def _equal(spark: SparkSession, run: Run, files: PartFiles, windows: Windows) ->
 
 def run_benchmark(spark: SparkSession, config: NexmarkConfig, windows: Windows, queries: list[str],
                   systems: list[str], folder: str, flink_parallelism: int = 2, warmup: int = 2,
-                  check: bool = True) -> tuple[list[Figures], list[Run]]:
-    """Generate ``config``'s events as parts under ``folder``, run every query in every system, check
-    the rows; the figures, and the runs with their seconds per part."""
+                  check: bool = True, repeat: int = 1) -> tuple[list[Figures], list[Run]]:
+    """Generate ``config``'s events as parts under ``folder``, run every query in every system ``repeat``
+    times (round r starts the systems' order r places further on, so none always runs first), check the
+    first round's rows; the figures (medians over the rounds), and every run with its seconds per part."""
     started = time.perf_counter()
     files = write_parts(config, os.path.join(folder, "parts"), windows.part_seconds)
     events = _events_per_part(files)
     _say(f"{config.events:,} events in {len(files.subscripts)} parts of {windows.part_seconds} s "
          f"({time.perf_counter() - started:.1f} s to generate)")
+    per_round: dict[tuple[str, str], list[Figures]] = {}
+    runs: list[Run] = []
+    for round_index in range(repeat):
+        order = systems[round_index % len(systems):] + systems[:round_index % len(systems)]
+        here = os.path.join(folder, f"round{round_index + 1}")
+        measured = _run_round(spark, files, windows, queries, order, here, flink_parallelism)
+        if check and round_index == 0:      # every event, under the names the naive runs point at their parts
+            for stream in STREAMS:
+                spark.read.parquet(files.stream_folder(stream)).createOrReplaceTempView(stream)
+        for run in measured:
+            period = windows.view_length(run.query) // windows.part_seconds
+            found = figures(run, events, files.subscripts, period, windows.closing_offset(run.query), warmup)
+            equal = _equal(spark, run, files, windows) if check and round_index == 0 else None
+            per_round.setdefault((run.query, run.system), []).append(replace(found, equal=equal))
+        runs += measured
+    results = [combined(per_round[key]) for key in sorted(per_round, key=lambda k: (queries.index(k[0]),
+                                                                                      SYSTEMS.index(k[1])))]
+    return results, runs
+
+
+def _run_round(spark: SparkSession, files: PartFiles, windows: Windows, queries: list[str], systems: list[str],
+               folder: str, flink_parallelism: int) -> list[Run]:
+    """Every query in every system once, in ``systems``' order; a Spark system's run is timed whole, in wall
+    and CPU-seconds."""
     runs: list[Run] = []
     for query in queries:
-        for system in (s for s in systems if s in SPARK_RUNNERS):
-            started = time.perf_counter()
-            runs.append(SPARK_RUNNERS[system](spark, files, query, windows, os.path.join(folder, system, query)))
-            _say(f"{query} {system}: {time.perf_counter() - started:.1f} s")
+        for system in systems:
+            if system not in SPARK_RUNNERS:
+                continue
+            started, cpu = time.perf_counter(), session_cpu_seconds(spark)
+            run = SPARK_RUNNERS[system](spark, files, query, windows, os.path.join(folder, system, query))
+            run.wall_seconds, run.cpu_seconds = time.perf_counter() - started, session_cpu_seconds(spark) - cpu
+            runs.append(run)
+            _say(f"{query} {system}: {run.wall_seconds:.1f} s, {run.cpu_seconds:.1f} CPU-s")
     if "flink" in systems:
         started = time.perf_counter()
         try:
@@ -98,16 +127,7 @@ def run_benchmark(spark: SparkSession, config: NexmarkConfig, windows: Windows, 
             _say(f"flink failed after {time.perf_counter() - started:.1f} s:\n{failure.stderr[-2000:]}")
         else:
             _say(f"flink: {time.perf_counter() - started:.1f} s")
-    if check:
-        for stream in STREAMS:
-            spark.read.parquet(files.stream_folder(stream)).createOrReplaceTempView(stream)
-    results = []
-    for run in sorted(runs, key=lambda r: (queries.index(r.query), SYSTEMS.index(r.system))):
-        period = windows.view_length(run.query) // windows.part_seconds
-        measured = figures(run, events, files.subscripts, period, windows.closing_offset(run.query), warmup)
-        equal = _equal(spark, run, files, windows) if check else None
-        results.append(Figures(**{**asdict(measured), "equal": equal}))
-    return results, runs
+    return runs
 
 
 def main() -> None:
@@ -122,6 +142,8 @@ def main() -> None:
     parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
     parser.add_argument("--flink-parallelism", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2, help="view parts left out of the medians")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds, each starting the systems' order one further on; figures are medians")
     parser.add_argument("--shuffle-partitions", type=int, default=2)
     parser.add_argument("--no-check", action="store_true", help="skip the equality check")
     parser.add_argument("--json", help="write the figures here")
@@ -139,7 +161,8 @@ def main() -> None:
     load = os.getloadavg()[0]
     try:
         results, runs = run_benchmark(spark, config, windows, arguments.queries, systems, folder,
-                                      arguments.flink_parallelism, arguments.warmup, not arguments.no_check)
+                                      arguments.flink_parallelism, arguments.warmup, not arguments.no_check,
+                                      arguments.repeat)
     finally:
         if not arguments.workdir:
             shutil.rmtree(folder, ignore_errors=True)

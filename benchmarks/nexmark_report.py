@@ -11,6 +11,11 @@ Streaming), the recomputation (naive). The first ``warmup`` cycles are left out.
 over all parts: its throughput is the events over the job's seconds less those of the same job over
 no events (planning, deployment, start-up), and its latency of one part is derived from that (a
 stream part's events at that rate), not measured.
+
+Beside those, every Spark system (ViewDF, Structured Streaming, naive) gets the same whole-run figures:
+all the events over the run's wall seconds, and over the CPU-seconds that the driver process and its JVM
+used meanwhile. With ``--repeat``, each figure is the median over the rounds, and the spread of events per
+second per core is its lowest and highest round.
 """
 
 from __future__ import annotations
@@ -34,6 +39,11 @@ class Figures:
     ingest_seconds: float | None           # of which ingest (ViewDF)
     cycles: int
     equal: bool | None = None
+    events_per_wall_second: float | None = None   # the whole run (Spark systems)
+    events_per_cpu_second: float | None = None    # the whole run, over the driver's and its JVM's CPU-seconds
+    lowest: float | None = None            # events/s per core, lowest and highest over the rounds
+    highest: float | None = None
+    rounds: int = 1
 
 
 def _cycles(values: list[float], subscripts: tuple[int, ...], period: int, offset: int,
@@ -56,10 +66,29 @@ def figures(run: Run, events: list[int], subscripts: tuple[int, ...], period: in
     if not seconds:
         return Figures(run.system, run.query, run.cores, None, None, None, 0)
     ingest = _cycles(run.ingest_seconds, subscripts, period, offset, warmup) if run.ingest_seconds else None
-    return Figures(run.system, run.query, run.cores,
-                   statistics.median(sum(n) / sum(s) / run.cores for n, s in zip(counts, seconds)),
-                   statistics.median(s[-1] for s in seconds),
-                   statistics.median(s[-1] for s in ingest) if ingest else None, len(seconds))
+    per_core = statistics.median(sum(n) / sum(s) / run.cores for n, s in zip(counts, seconds))
+    return Figures(run.system, run.query, run.cores, per_core, statistics.median(s[-1] for s in seconds),
+                   statistics.median(s[-1] for s in ingest) if ingest else None, len(seconds),
+                   events_per_wall_second=sum(events) / run.wall_seconds if run.wall_seconds else None,
+                   events_per_cpu_second=sum(events) / run.cpu_seconds if run.cpu_seconds else None,
+                   lowest=per_core, highest=per_core)
+
+
+def combined(rounds: list[Figures]) -> Figures:
+    """One system's figures for one query over several rounds: medians, and the lowest and highest round's
+    events per second per core; equal when every round's rows were."""
+    first = rounds[0]
+
+    def median(name: str) -> float | None:
+        values = [getattr(f, name) for f in rounds if getattr(f, name) is not None]
+        return statistics.median(values) if values else None
+
+    per_core = [f.events_per_core for f in rounds if f.events_per_core is not None]
+    equal = None if all(f.equal is None for f in rounds) else all(f.equal is not False for f in rounds)
+    return Figures(first.system, first.query, first.cores, median("events_per_core"), median("part_seconds"),
+                   median("ingest_seconds"), first.cycles, equal, median("events_per_wall_second"),
+                   median("events_per_cpu_second"), min(per_core, default=None), max(per_core, default=None),
+                   len(rounds))
 
 
 def _flink_figures(run: Run, events: list[int]) -> Figures:
@@ -72,7 +101,7 @@ def _flink_figures(run: Run, events: list[int]) -> Figures:
         return Figures(run.system, run.query, run.cores, None, None, None, 1)
     per_core = sum(events) / net / run.cores
     return Figures(run.system, run.query, run.cores, per_core, statistics.median(events) / (per_core * run.cores),
-                   None, 1)
+                   None, 1, lowest=per_core, highest=per_core)
 
 
 def _number(value: float | None, digits: int = 2) -> str:
@@ -82,10 +111,12 @@ def _number(value: float | None, digits: int = 2) -> str:
 
 def table(rows: list[Figures]) -> str:
     """The figures as a fixed-width table (numbers always with decimals)."""
-    header = ("query", "system", "cores", "events/s per core", "one part (s)", "of which ingest (s)", "cycles", "equal")
-    lines = [header] + [(f.query, f.system, str(f.cores), _number(f.events_per_core, 1), _number(f.part_seconds),
-                         _number(f.ingest_seconds), str(f.cycles),
-                         {True: "yes", False: "NO", None: "-"}[f.equal]) for f in rows]
+    header = ("query", "system", "cores", "events/s per core", "lowest-highest", "events per CPU-s", "one part (s)",
+              "of which ingest (s)", "cycles", "rounds", "equal")
+    lines = [header] + [(f.query, f.system, str(f.cores), _number(f.events_per_core, 1),
+                         f"{_number(f.lowest, 1)}-{_number(f.highest, 1)}" if f.lowest is not None else "-",
+                         _number(f.events_per_cpu_second, 1), _number(f.part_seconds), _number(f.ingest_seconds),
+                         str(f.cycles), str(f.rounds), {True: "yes", False: "NO", None: "-"}[f.equal]) for f in rows]
     widths = [max(len(line[k]) for line in lines) for k in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
                      for line in lines)

@@ -48,6 +48,8 @@ class Run:
     job_seconds: float | None = None          # Flink: the job over every part
     empty_job_seconds: float | None = None    # Flink: the same job over no events
     rows: str | None = None
+    wall_seconds: float | None = None         # Spark systems: the whole run, from its start to its last row
+    cpu_seconds: float | None = None          # Spark systems: the CPU the driver process and its JVM used then
 
 
 def run_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
