@@ -147,6 +147,16 @@ def test_show_lateness_counts_late_rows_by_parts_behind_and_the_repairs_they_cos
     with pytest.raises(ViewDFError, match="'View2' is a view, not a stream"):
         warehouse.execute("SHOW LATENESS FOR View2")
     pd.testing.assert_frame_equal(make_warehouse().execute("SHOW LATENESS"), shown)     # kept in the catalog
+    # the notebook's plot: a dot per late arrival at its parts behind, a bar per view of its repair seconds
+    from viewdf_magic.notebook.lateness_plot import lateness_figure
+
+    left, right = lateness_figure(warehouse, "M").axes
+    assert sorted(y for _, y in left.collections[0].get_offsets()) == \
+        sorted(k for k, n in behind.items() for _ in range(n))          # every late arrival here is one row
+    assert sum(bar.get_width() for bar in right.patches) == pytest.approx(row["repair_seconds"])
+    assert [label.get_text() for label in right.texts] == [
+        f"{sum(s.view == v and s.repair in ('changed', 'unchanged') for s in repaired)} parts, "
+        f"{sum(s.view == v and s.repair == 'changed' for s in repaired)} changed" for v in ("View2", "Helper")]    # bottom to top
 
 
 def test_allowed_lateness_refuses_older_rows_and_writes_nothing(warehouse):

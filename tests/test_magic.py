@@ -547,3 +547,16 @@ CREATE VIEW Twice AS INITIALIZE Twice[i] AS SELECT 2 * v AS w FROM S[i] UPDATE T
     assert cells == ["23668440", "2015-01-01 10:00:00", "1", "0", "0", "", "True",
                      "23668441", "2015-01-01 10:01:00", "1", "0", "0", "", "True"]
     assert re.search(r"23668440\s+2015-01-01 10:00:00\s+1\s+0\s+0\s+True", text) and "NaN" not in text
+
+
+def test_lateness_command_plots_the_late_arrivals_and_refuses_a_view(shell):
+    """``%viewdf lateness M`` returns the lateness figure (the paper's rows all came on time: no dots, and
+    no repair seconds); a view's name is refused with the usual one-line error."""
+    from matplotlib.figure import Figure
+
+    figure, formats = returned(shell, "%viewdf lateness M")
+    assert isinstance(figure, Figure)
+    left, right = figure.axes
+    assert [t.get_text() for t in left.texts] == ["no late rows"]
+    assert [bar.get_width() for bar in right.patches] == [0.0, 0.0]        # Helper and View2
+    assert "no stream named 'View2'" in fail(shell, "%viewdf lateness View2")

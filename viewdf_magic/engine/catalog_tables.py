@@ -89,7 +89,7 @@ def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.Data
                     on_time += n
                 else:
                     behind[late] = behind.get(late, 0) + n
-        views = [v for v in catalog.downstream(d.name) if v.kind == "view"]
+        views = sorted((v for v in catalog.downstream(d.name) if v.kind == "view"), key=lambda v: v.name.lower())
         view_parts = [p for v in views for p in catalog.state(v.name).parts.values()]
         recomputed = sum(p.repairs for p in view_parts)
         changed = sum(p.repairs_changed for p in view_parts)

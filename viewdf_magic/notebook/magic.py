@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterable
 
 import pandas as pd
 import pyarrow as pa
+from matplotlib.figure import Figure
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import MagicHelpFormatter, argument, magic_arguments, parse_argstring
@@ -24,6 +25,7 @@ from ..session import connect_session, is_spark_session
 from ..engine.results import Result
 from ..warehouse import Warehouse, statement_count, warehouse_location
 from .batches import NetworkStream, Source
+from .lateness_plot import lateness_figure
 from .lineage import LineageViewer
 from .render import ResultView, error_text
 from .replay import Replay
@@ -39,13 +41,14 @@ Statements (';'-separated in a cell; see docs/language.md):
   CREATE [OR REPLACE] VIEW [IF NOT EXISTS] v [CASCADE] AS INITIALIZE v[i] AS ... UPDATE v[j] AS ...
   CREATE VIEW v AS SELECT ... FROM S PATTERN [...] | FROM S [WINDOW w] ...   (translated into ViewDFs)
   CREATE STREAM [IF NOT EXISTS] s (...) PARTITION LENGTH n;   CREATE TABLE [IF NOT EXISTS] t ...
-  INSERT INTO s ...;  LOAD 'path' INTO s;  SELECT ...;  SHOW STREAMS|VIEWS|TABLES|PARTS x|PENDING
+  INSERT INTO s ...;  LOAD 'path' INTO s;  SELECT ...;  SHOW STREAMS|VIEWS|TABLES|PARTS x|PENDING|LATENESS
   DESCRIBE x;  EXPLAIN VIEW v;  VERIFY VIEW v;  DROP STREAM|VIEW|TABLE [IF EXISTS] x [CASCADE]
   SEAL s THROUGH 'ts';  ALTER STREAM|VIEW x SET ...;  SET MAINTENANCE AUTO|MANUAL;  STEP ...;  VACUUM
 Line-magic commands:
   %viewdf pending | maintenance manual|auto | step [VIEW] [-n N] [--plan] [--all]
   %viewdf replay STREAM --from SOURCE [--views V,W] [--naive] [--speed N]
   %viewdf lineage [VIEW] [--width N]
+  %viewdf lateness STREAM   (late rows by parts behind, and the views' repair seconds, as a plot)
   %viewdf connect --master URL | --remote sc://HOST:PORT [--conf KEY=VALUE] [--warehouse PATH]
 Results: x = %viewdf SELECT ... returns the rows (a Spark DataFrame; pandas with
 %config ViewDF.autopandas = True); %%viewdf x << stores the last rows in x instead of showing them.
@@ -139,7 +142,7 @@ class ViewDF(Magics):
             if text.split()[:1] == ["connect"]:
                 self._connect(args.warehouse, text)
                 return None
-            if text.split()[:1] in (["replay"], ["lineage"]):
+            if text.split()[:1] in (["replay"], ["lineage"], ["lateness"]):
                 return self._widget(args.warehouse, text)
             text = shortcut(text)
         else:
@@ -167,8 +170,9 @@ class ViewDF(Magics):
     def _failed(self, error: ViewDFError, cell: str | None = None) -> StatementFailed:
         return failed(error, self.shell.colors.lower() != "nocolor", cell)
 
-    def _widget(self, path: str | None, text: str) -> Replay | LineageViewer | None:
-        """``replay STREAM --from SOURCE ...`` or ``lineage [VIEW]`` on the chosen warehouse."""
+    def _widget(self, path: str | None, text: str) -> Replay | LineageViewer | Figure | None:
+        """``replay STREAM --from SOURCE ...``, ``lineage [VIEW]`` or ``lateness STREAM`` (a plot) on the chosen
+        warehouse."""
         words = shlex.split(text)
         parser = SUBCOMMAND_PARSERS[words[0]]
         try:
@@ -179,6 +183,11 @@ class ViewDF(Magics):
             warehouse = self._warehouse(path)
             if words[0] == "lineage":
                 return LineageViewer(warehouse, args.view, args.width)
+            if words[0] == "lateness":
+                definition = warehouse.reads.definition(args.stream)
+                if definition is None or definition.kind != "stream":
+                    raise ViewDFError(f"no stream named '{args.stream}'")
+                return lateness_figure(warehouse, definition.name)
             views = [v.strip() for v in args.views.split(",")] if args.views else None
             return Replay(warehouse, args.stream, self._source(args), views, args.naive, args.speed)
         except ViewDFError as error:
@@ -354,13 +363,15 @@ def _subcommand_parsers() -> dict[str, argparse.ArgumentParser]:
     lineage = argparse.ArgumentParser(prog="%viewdf lineage", add_help=False, exit_on_error=False)
     lineage.add_argument("view", nargs="?")
     lineage.add_argument("--width", type=int, default=48, help="columns shown (12, 24, 48 or 96)")
+    lateness = argparse.ArgumentParser(prog="%viewdf lateness", add_help=False, exit_on_error=False)
+    lateness.add_argument("stream")
     connect = argparse.ArgumentParser(prog="%viewdf connect", add_help=False, exit_on_error=False)
     where = connect.add_mutually_exclusive_group(required=True)
     where.add_argument("--master", help="spark://HOST:7077, yarn, k8s://..., local[*]")
     where.add_argument("--remote", help="a Spark Connect server, sc://HOST:15002")
     connect.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE", help="Spark settings")
     connect.add_argument("--warehouse", metavar="PATH", help="the warehouse to open on the new session")
-    return {"replay": replay, "lineage": lineage, "connect": connect}
+    return {"replay": replay, "lineage": lineage, "lateness": lateness, "connect": connect}
 
 
 SUBCOMMAND_PARSERS = _subcommand_parsers()
