@@ -107,8 +107,7 @@ class Warehouse:
             if frame.columns:   # errors have no statement text to point into
                 frame = conform_by_name(frame, definition.schema, ViewDFError)
             report = engine.ingester.append_stream(definition, frame, ViewDFError)
-            report.steps = engine.maintain()
-            report.repair = engine.last_repair
+            engine.maintain_after(report)
             report.failures = [str(f) for f in engine.maintainer.failures]
             for failure in report.failures:   # statements report failures in their message instead
                 warnings.warn(MaintenanceWarning(failure), stacklevel=2)

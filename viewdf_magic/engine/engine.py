@@ -17,7 +17,7 @@ from ..catalog.backends import open_filesystem
 from ..catalog.lock import WriterLock
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from . import catalog_tables
-from .ingest import Ingester
+from .ingest import Ingester, IngestReport
 from ..errors import Interrupted, ViewDFError
 from ..wording import agreeing, named_spans, plural
 from ..language import statements as st
@@ -41,7 +41,7 @@ from ..timeparts import TimestampLike, format_part, part_start, subscript_of
 
 from .query_views import recompute_runs
 from .reads import Reads
-from .results import PartCheck
+from .results import PartCheck, timed
 
 
 class Engine:
@@ -186,6 +186,13 @@ class Engine:
         self.retention.apply()
         sweep(self.catalog, self.fs, VACUUM_RETAIN_SECONDS)
         return steps
+
+    def maintain_after(self, report: IngestReport) -> float:
+        """Maintain after ``report``'s batch was published (``maintain``), recording on it the steps and the
+        late-data repair (failures are in ``maintainer.failures``); the seconds it took."""
+        report.steps, seconds = timed(self.maintain)
+        report.repair = self.last_repair
+        return seconds
 
     def maintenance_note(self) -> str:
         """Failures of the latest cascade, as a sentence to append to a statement's message."""

@@ -42,8 +42,7 @@ def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame
             engine.catalog.commit([loaded])
     if definition.kind == "table":
         return Result(statement, f"Inserted {plural(rows, 'row')} into {definition.name}{note}.")
-    report.steps, seconds = timed(engine.maintain)
-    report.repair = engine.last_repair
+    seconds = engine.maintain_after(report)
     return Result(statement, f"Inserted {report}{note}." + engine.maintenance_note(), steps=report.steps,
                   maintenance_seconds=seconds)
 
