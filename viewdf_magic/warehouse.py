@@ -4,7 +4,7 @@ together) and the statement handlers."""
 from __future__ import annotations
 
 import warnings
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
@@ -112,6 +112,30 @@ class Warehouse:
             for failure in report.failures:   # statements report failures in their message instead
                 warnings.warn(MaintenanceWarning(failure), stacklevel=2)
             return report
+
+    def sink(self, stream: str, name: str | None = None) -> Callable[[DataFrame, int], None]:
+        """A ``foreachBatch`` function that takes each micro-batch of a Structured Streaming query into
+        ``stream`` exactly once, then maintains the views as the warehouse's maintenance mode says::
+
+            query = events.writeStream.foreachBatch(warehouse.sink("M")) \\
+                .option("checkpointLocation", "checkpoints/M").start()
+
+        ``name`` (default: the stream's) tells the queries feeding one stream apart: the newest batch id of
+        each is kept in the catalog with the batch's rows, so a batch Spark replays after a crash is skipped.
+        Late rows are repaired, too-late rows and bad rows fail the batch (and so the query) with
+        ``LOAD``'s messages, and nothing of that batch is written. Classic sessions only: on Spark Connect,
+        ``foreachBatch`` runs its function in a server-side process."""
+        key = (name or stream).lower()
+
+        def take(batch: DataFrame, batch_id: int) -> None:
+            engine = self.engine
+            with engine.writing():
+                definition = engine.require(stream, ("stream",))
+                frame = conform_by_name(batch, definition.schema, ViewDFError) if batch.columns else batch
+                report = engine.take_batch(definition, frame, key, batch_id)
+                for failure in engine.maintainer.failures if report is not None else ():
+                    warnings.warn(MaintenanceWarning(str(failure)), stacklevel=2)
+        return take
 
     def recompute(self, view: str, part_timestamp: TimestampLike, scope: int | None = None) -> pd.DataFrame:
         """The view part containing ``part_timestamp``, computed from scratch (RECOMPUTE). With

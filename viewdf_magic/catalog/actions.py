@@ -339,9 +339,26 @@ class Loaded(Action):
         return undo
 
 
+@dataclass(frozen=True)
+class SinkBatch(Action):
+    """A Structured Streaming micro-batch ``batch`` of the sink ``sink`` was taken into the stream (published
+    with its rows, in one entry): a replay of that batch id is skipped."""
+
+    op = "sink_batch"
+    name: str
+    sink: str
+    batch: int
+
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        target = _state(state, self.name)
+        undo = _undo_items([(target.sink_batches, self.sink)])
+        target.sink_batches[self.sink] = self.batch
+        return undo
+
+
 KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
                                   (Create, Drop, Part, Advance, Verified, Options, DropParts, Setting, Vacuumed,
-                                   TableData, Loaded)}
+                                   TableData, Loaded, SinkBatch)}
 
 
 def read_action(data: dict[str, Any]) -> Action:

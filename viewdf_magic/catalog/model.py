@@ -239,6 +239,7 @@ class ObjectState:
     retain: int | None = None           # RETAIN, in parts (None: keep every part)
     dropped_before: int | None = None   # parts before this subscript were dropped by retention
     loaded: dict[str, LoadedFile] = field(default_factory=dict)        # files LOAD took, by path
+    sink_batches: dict[str, int] = field(default_factory=dict)        # streams: per sink, its newest batch id
 
     def oldest_part(self) -> int | None:
         """The oldest subscript with an entry in ``parts``."""
@@ -253,7 +254,8 @@ class ObjectState:
                 "newest": self.newest, "sealed": [list(s) for s in self.sealed],
                 "table_folders": self.table_folders, "table_rows": self.table_rows,
                 "table_updated": self.table_updated, "lateness": self.lateness, "retain": self.retain,
-                "dropped_before": self.dropped_before, "loaded": [f.to_json() for f in self.loaded.values()]}
+                "dropped_before": self.dropped_before, "loaded": [f.to_json() for f in self.loaded.values()],
+                "sink_batches": self.sink_batches}
 
     @staticmethod
     def from_json(data: dict) -> "ObjectState":
@@ -261,7 +263,8 @@ class ObjectState:
         return ObjectState(parts, data["first"], data["newest"], [tuple(s) for s in data["sealed"]],
                            list(data["table_folders"]), data["table_rows"], data["table_updated"],
                            data.get("lateness"), data.get("retain"), data.get("dropped_before"),
-                           {f["path"]: LoadedFile.from_json(f) for f in data.get("loaded", [])})
+                           {f["path"]: LoadedFile.from_json(f) for f in data.get("loaded", [])},
+                           dict(data.get("sink_batches", {})))
 
 
 CATALOG_DEFINITION = ObjectDef("table", CATALOG_VIEW, "catalog", StructType([]).json(), "", 0.0)

@@ -11,7 +11,7 @@ from typing import Iterator
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from ..catalog.actions import Drop, Setting
+from ..catalog.actions import Drop, Setting, SinkBatch
 from ..catalog.catalog import Catalog
 from ..catalog.backends import open_filesystem
 from ..catalog.lock import WriterLock
@@ -186,6 +186,19 @@ class Engine:
         self.retention.apply()
         sweep(self.catalog, self.fs, VACUUM_RETAIN_SECONDS)
         return steps
+
+    def take_batch(self, definition: ObjectDef, frame: DataFrame, sink: str, batch_id: int) -> IngestReport | None:
+        """Append a Structured Streaming micro-batch to a stream and maintain, exactly once per ``(sink,
+        batch_id)``: the batch id is published in the same log entry as the rows, so a batch that Spark replays
+        after a restart (its id not above the newest taken) is skipped, and None returned. The caller holds the
+        writing lock."""
+        if batch_id <= self.catalog.state(definition.name).sink_batches.get(sink, -1):
+            return None
+        with self.catalog.transaction():
+            report = self.ingester.append_stream(definition, frame, ViewDFError)
+            self.catalog.commit([SinkBatch(definition.key, sink, batch_id)])
+        self.maintain_after(report)
+        return report
 
     def maintain_after(self, report: IngestReport) -> float:
         """Maintain after ``report``'s batch was published (``maintain``), recording on it the steps and the
