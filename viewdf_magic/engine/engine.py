@@ -58,8 +58,10 @@ class Engine:
         self.catalog = Catalog(self.fs)
         self.store = PartStore(self.spark, self.fs)
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
-        self.repairer = Repairer(self.maintainer)
-        self.retention = Retention(self.maintainer)
+        maintainer = self.maintainer
+        self.repairer = Repairer(self.catalog, maintainer.timeline, maintainer.clause,
+                                 lambda step, previous: maintainer.compute(step, previous=previous))
+        self.retention = Retention(self.catalog, maintainer.timeline, maintainer.compiled, maintainer.clause)
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
                                  self.maintainer.unique_key_sets)
         self.writer = WriterLock(self.fs, lock_timeout, status=progress)

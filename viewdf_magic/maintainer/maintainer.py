@@ -154,6 +154,10 @@ def empty_rule(query: CompiledQuery) -> EmptyWhen:
     return empty_when(query.sql, frozenset(binding.placeholder for binding in query.bindings))
 
 
+# The clause that computes a view's part: (view, subscript, whether earlier parts exist) -> (kind, query).
+ClauseOf = Callable[[ObjectDef, int, bool], tuple[ClauseKind, CompiledQuery]]
+
+
 class Maintainer:
     """Owns readiness (NEXT[V] and its references) and runs maintenance steps."""
 

@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ..catalog.actions import Setting
-from ..catalog.model import ObjectDef
+from ..catalog.catalog import Catalog
+from ..catalog.model import ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..wording import plural
-from .maintainer import MaintenanceFailure, Maintainer, PendingStep
+from .maintainer import ClauseOf, MaintenanceFailure, PendingStep
 from .reports import StepReport
-from .timeline import existing
+from .timeline import Timeline, existing
 
 REPAIR_SETTING = "repair"     # catalog setting: {"since": epoch seconds, "version": catalog version}
 
@@ -69,10 +71,11 @@ def request_repair(settings: dict[str, str], since: int, version: int) -> Settin
 class Repairer:
     """Brings every view part up to date with late-changed inputs."""
 
-    def __init__(self, maintainer: Maintainer) -> None:
-        self.maintainer = maintainer
-        self.catalog = maintainer.catalog
-        self.timeline = maintainer.timeline
+    def __init__(self, catalog: Catalog, timeline: Timeline, clause: ClauseOf,
+                 compute: Callable[[PendingStep, PartMeta | None], list[StepReport]]) -> None:
+        self.catalog, self.timeline = catalog, timeline
+        self.clause = clause        # the clause that computes a view's part
+        self.compute = compute      # compute and commit a step, keeping a stored part that comes out the same
 
     @property
     def pending(self) -> bool:
@@ -111,7 +114,7 @@ class Repairer:
         if state.dropped_before is not None:
             first = max(first, state.dropped_before)
         for subscript in range(first, newest + 1):
-            how, query = self.maintainer.clause(definition, subscript, subscript != start)
+            how, query = self.clause(definition, subscript, subscript != start)
             try:
                 refs = self.timeline.resolve(query, definition, subscript)
             except ViewDFError as error:
@@ -127,7 +130,7 @@ class Repairer:
             elif stale:
                 step = PendingStep(definition, subscript, how, query, refs, True)
                 try:
-                    report.steps += self.maintainer.compute(step, previous=previous)
+                    report.steps += self.compute(step, previous)
                 except ViewDFError as error:
                     return MaintenanceFailure(definition.name, subscript, error)
                 touched.add((definition.key, subscript))

@@ -11,6 +11,7 @@ Without a lateness bound, late rows can reach any part, so helpers keep everythi
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from ..catalog.actions import DropParts
 from ..catalog.catalog import Catalog
@@ -18,8 +19,9 @@ from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
 from ..language.queries import CompiledQuery, RefKind
 from ..timeparts import format_part
-from .maintainer import Maintainer
-from .timeline import check_retained
+from .maintainer import ClauseOf
+from .timeline import Timeline, check_retained
+from .views import CompiledView
 
 
 def _upstream_streams(catalog: Catalog, definition: ObjectDef) -> list[ObjectDef]:
@@ -43,10 +45,10 @@ def _upstream_streams(catalog: Catalog, definition: ObjectDef) -> list[ObjectDef
 class Retention:
     """Decides and applies part retention after maintenance."""
 
-    def __init__(self, maintainer: Maintainer) -> None:
-        self.maintainer = maintainer
-        self.catalog = maintainer.catalog
-        self.timeline = maintainer.timeline
+    def __init__(self, catalog: Catalog, timeline: Timeline, compiled: Callable[[ObjectDef], CompiledView],
+                 clause: ClauseOf) -> None:
+        self.catalog, self.timeline = catalog, timeline
+        self.compiled, self.clause = compiled, clause       # a view's compiled clauses, the clause of a part
 
     def earliest_recomputable(self, reader: ObjectDef) -> int | None:
         """The oldest part of ``reader`` that may still be computed or repaired; None: any part."""
@@ -65,7 +67,7 @@ class Retention:
         return earliest
 
     def _clauses(self, reader: ObjectDef) -> list[CompiledQuery]:
-        compiled = self.maintainer.compiled(reader)
+        compiled = self.compiled(reader)
         clauses = [compiled.initialize, compiled.update]
         if compiled.refresh_every and compiled.recompute is not None:
             clauses.append(compiled.recompute)
@@ -147,7 +149,7 @@ class Retention:
                 return (f"the part of {view.name} they change ({format_part(at, view.length)}) "
                         f"was dropped by retention")
             start = self.timeline.start(view)
-            how, query = self.maintainer.clause(view, at, at != start)
+            how, query = self.clause(view, at, at != start)
             try:
                 check_retained(self.catalog, query, self.timeline.resolve(query, view, at))
             except ViewDFError as error:
