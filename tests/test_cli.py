@@ -103,3 +103,68 @@ def test_demo_prints_the_paper_numbers(tmp_path):
     after = re.findall(r"^ (10:3\d)\s+[\d.]+\s+(\d+) parts?\s+[\d.]+\s+(\d+) parts?\s+(\w+)$", done.stdout,
                        re.MULTILINE)
     assert after == [(f"10:3{m}", "3", str(31 + m), "yes") for m in range(3)]
+
+
+WATCH_DDL = ("CREATE STREAM M (ts TIMESTAMP, src STRING, loss INT) PARTITION LENGTH 60;"
+             "CREATE VIEW Total AS SELECT src, sum(loss) AS total FROM M [WINDOW 2 MINUTES] GROUP BY src")
+
+
+def _land(folder: Path, name: str, lines: list[str]) -> None:
+    """A CSV file written beside the landing folder, then moved in (as a writer should)."""
+    written = folder.parent / f".{name}"
+    written.write_text("ts,src,loss\n" + "".join(f"{line}\n" for line in lines))
+    written.rename(folder / name)
+
+
+def test_watch_once_takes_only_the_files_it_has_not_taken(spark, tmp_path, capsys):
+    from viewdf_magic import Warehouse
+
+    landing, warehouse_path = tmp_path / "landing", str(tmp_path / "wh")
+    landing.mkdir()
+    Warehouse(warehouse_path, spark=spark, progress=False).run(WATCH_DDL)
+    watch = ["watch", str(landing), "--into", "M", "--warehouse", warehouse_path, "--once"]
+    _land(landing, "a.csv", ["2015-01-01 10:00:10,a,3", "2015-01-01 10:01:10,a,4"])
+    assert main(watch) == 0
+    out, err = capsys.readouterr()
+    assert "Inserted 2 rows into 2 parts of M" in out and "1 new files taken into M" in err
+    _land(landing, "b.csv", ["2015-01-01 10:02:10,a,5"])
+    assert main(watch) == 0
+    out, err = capsys.readouterr()
+    assert "Inserted 1 row into 1 part of M from 1 new file; 1 file loaded before skipped" in out
+    assert main(watch) == 0                    # nothing new: nothing loaded, nothing printed
+    out, err = capsys.readouterr()
+    assert out == "" and "0 new files taken into M" in err
+    totals = Warehouse(warehouse_path, spark=spark, progress=False).execute("SELECT PART_TIMESTAMP, total FROM Total")
+    assert sorted(totals["total"]) == [3, 7, 9]          # 10:00: 3; 10:01: 3+4; 10:02: 4+5
+
+
+def test_watch_loads_files_as_they_land_and_stops_cleanly_on_ctrl_c(spark, tmp_path):
+    import os
+    import signal
+    import time
+
+    from viewdf_magic import Warehouse
+
+    landing, warehouse_path = tmp_path / "landing", str(tmp_path / "wh")
+    landing.mkdir()
+    Warehouse(warehouse_path, spark=spark, progress=False).run(WATCH_DDL)
+    watcher = subprocess.Popen([str(Path(sys.executable).with_name("viewdf")), "watch", str(landing), "--into", "M",
+                                "--warehouse", warehouse_path, "--every", "0.5"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _land(landing, "a.csv", ["2015-01-01 10:00:10,a,3"])
+        _land(landing, "b.csv", ["2015-01-01 10:01:10,b,4"])
+        deadline = time.monotonic() + 120
+        loaded = {}
+        while time.monotonic() < deadline and len(loaded) < 2:
+            loaded = Warehouse(warehouse_path, spark=spark, progress=False).reads.state("M").loaded
+            time.sleep(0.5)
+        assert len(loaded) == 2
+        watcher.send_signal(signal.SIGINT)
+        out, err = watcher.communicate(timeout=60)
+    finally:
+        if watcher.poll() is None:
+            os.kill(watcher.pid, signal.SIGKILL)
+    assert watcher.returncode == 0, err
+    assert "Inserted 2 rows into 2 parts of M" in out or out.count("Inserted 1 row") == 2
+    assert "watched" in err and "2 new files taken into M" in err and "Traceback" not in err

@@ -1,13 +1,14 @@
-"""The ``viewdf`` command: run a file of ViewDF statements, or the network-monitoring demo."""
+"""The ``viewdf`` command: run a file of ViewDF statements, watch a landing folder, or the demo."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 from .demo import HISTORY_MINUTES, run_demo
-from .errors import ViewDFError
+from .errors import Interrupted, ViewDFError
 from .notebook.render import ResultView, error_text
 from .warehouse import Warehouse
 
@@ -38,6 +39,33 @@ def run_file(args: argparse.Namespace) -> int:
     return 0
 
 
+def watch_folder(args: argparse.Namespace) -> int:
+    """``viewdf watch FOLDER --into STREAM``: load the files that land in a folder as they come (``LOAD`` of
+    the folder takes only the files it has not taken before), with a status line, until Ctrl-C."""
+    warehouse = Warehouse(args.warehouse, progress=False)
+    quoted = "'" + args.folder.replace("'", "''") + "'"
+    statement = f"LOAD {quoted} INTO {args.into}" + (f" FORMAT {args.format}" if args.format else "")
+    start_files = len(warehouse.reads.state(args.into).loaded) if warehouse.reads.definition(args.into) else 0
+    files = 0
+    try:
+        while True:
+            result = warehouse.run(statement)[-1]
+            taken = len(warehouse.reads.state(args.into).loaded) - start_files
+            if taken > files:
+                print(f"\r\033[K{result.message}", flush=True)
+                files = taken
+            if args.once:
+                break
+            print(f"\r\033[Kwatching {args.folder}: {files} new files taken; checked at "
+                  f"{time.strftime('%H:%M:%S')} (Ctrl-C stops)", end="", file=sys.stderr, flush=True)
+            time.sleep(args.every)
+    except (KeyboardInterrupt, Interrupted) as stop:
+        if isinstance(stop, Interrupted):
+            print(f"\r\033[K{stop.message}", file=sys.stderr)
+    print(f"\r\033[Kwatched {args.folder}: {files} new files taken into {args.into}", file=sys.stderr)
+    return 0
+
+
 def show_demo(args: argparse.Namespace) -> int:
     """``viewdf demo``: the paper's network-monitoring example, minute by minute."""
     run_demo(args.warehouse, args.pairs, args.history)
@@ -63,6 +91,17 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", metavar="N", type=count, default=ROW_LIMIT,
                      help="rows to print per result; 0 prints all (default: %(default)s)")
     run.set_defaults(command=run_file)
+
+    watch = commands.add_parser("watch", help="load the files that land in a folder into a stream, as they come")
+    watch.add_argument("folder", metavar="FOLDER", help="the landing folder (write each file elsewhere, then move it in)")
+    watch.add_argument("--into", metavar="STREAM", required=True, help="the stream (or table) to load into")
+    watch.add_argument("--warehouse", metavar="PATH", default="viewdf-warehouse",
+                       help="the warehouse to use (default: %(default)s)")
+    watch.add_argument("--format", choices=("csv", "parquet", "json"), help="the files' format (default: from their names)")
+    watch.add_argument("--every", metavar="SECONDS", type=float, default=2.0,
+                       help="seconds between looks at the folder (default: %(default)s)")
+    watch.add_argument("--once", action="store_true", help="look once and exit")
+    watch.set_defaults(command=watch_folder)
 
     demo = commands.add_parser("demo", help="run the paper's network-monitoring example headless")
     demo.add_argument("--warehouse", metavar="PATH", help="where to build it (default: a temporary warehouse)")

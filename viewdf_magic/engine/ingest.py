@@ -42,9 +42,10 @@ class IngestReport:
     repair: RepairReport | None = None                     # view parts recomputed because of them
     steps: list[StepReport] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)     # views that could not be maintained
+    source: str = ""           # where the rows came from, said after where they went (" from 1 new file")
 
     def __str__(self) -> str:
-        text = f"{plural(self.rows, 'row')} into {plural(len(self.parts), 'part')} of {self.stream}"
+        text = f"{plural(self.rows, 'row')} into {plural(len(self.parts), 'part')} of {self.stream}{self.source}"
         if self.late:
             text += f" ({plural(self.late_rows, 'late row')} into {plural(len(self.late), 'earlier part')})"
         if self.sealed:

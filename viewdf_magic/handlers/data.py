@@ -32,7 +32,7 @@ def _target(engine: Engine, statement: st.Statement, name: st.Name) -> ObjectDef
 def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame: DataFrame, error,
            loaded: Loaded | None = None, note: str = "") -> Result:
     """Append ``frame`` to a table or stream, publishing ``loaded`` (the files it came from) in the same log
-    entry as its rows, then maintain the views; ``note`` ends the first sentence of the message."""
+    entry as its rows, then maintain the views; ``note`` follows where the rows went in the message."""
     with engine.catalog.transaction() if loaded is not None else nullcontext():
         if definition.kind == "table":
             rows = engine.ingester.append_table(definition, frame, error)
@@ -42,8 +42,9 @@ def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame
             engine.catalog.commit([loaded])
     if definition.kind == "table":
         return Result(statement, f"Inserted {plural(rows, 'row')} into {definition.name}{note}.")
+    report.source = note
     seconds = engine.maintain_after(report)
-    return Result(statement, f"Inserted {report}{note}." + engine.maintenance_note(), steps=report.steps,
+    return Result(statement, f"Inserted {report}." + engine.maintenance_note(), steps=report.steps,
                   maintenance_seconds=seconds)
 
 
