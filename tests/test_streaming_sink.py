@@ -99,3 +99,8 @@ def test_a_rate_stream_feeds_the_stream_and_a_bad_batch_fails_the_query(spark, m
     with pytest.raises(ViewDFError, match="NULL timestamp"):
         sink(bad, newest + 1)
     assert warehouse.reads.state("M").sink_batches["rate"] == newest
+    # a query with a new checkpoint under the same name starts again at batch 0: refused, not skipped
+    good = spark.createDataFrame(pd.DataFrame({"ts": [START], "src": ["x"], "loss": [1]}), SCHEMA)
+    with pytest.raises(ViewDFError, match=r"batch 0 of the sink 'rate' into M is older than the newest it took"):
+        sink(good, 0)
+    assert len(warehouse.execute("SELECT * FROM M")) == len(arrived)

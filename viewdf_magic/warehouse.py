@@ -121,7 +121,9 @@ class Warehouse:
                 .option("checkpointLocation", "checkpoints/M").start()
 
         ``name`` (default: the stream's) tells the queries feeding one stream apart: the newest batch id of
-        each is kept in the catalog with the batch's rows, so a batch Spark replays after a crash is skipped.
+        each is kept in the catalog with the batch's rows, so a batch Spark replays after a crash is skipped
+        (a query with a new checkpoint starts at batch 0 again and needs a name of its own: an older batch id
+        than the newest taken is refused).
         Late rows are repaired, too-late rows and bad rows fail the batch (and so the query) with
         ``LOAD``'s messages, and nothing of that batch is written. Classic sessions only: on Spark Connect,
         ``foreachBatch`` runs its function in a server-side process."""

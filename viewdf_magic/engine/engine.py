@@ -193,9 +193,15 @@ class Engine:
         """Append a Structured Streaming micro-batch to a stream and maintain, exactly once per ``(sink,
         batch_id)``: the batch id is published in the same log entry as the rows, so a batch that Spark replays
         after a restart (its id not above the newest taken) is skipped, and None returned. The caller holds the
-        writing lock."""
-        if batch_id <= self.catalog.state(definition.name).sink_batches.get(sink, -1):
+        writing lock. A batch id below the newest taken is refused (a new checkpoint under an old name)."""
+        newest = self.catalog.state(definition.name).sink_batches.get(sink, -1)
+        if batch_id == newest:       # Spark replays only the batch whose commit it had not recorded
             return None
+        if batch_id < newest:
+            raise ViewDFError(f"batch {batch_id} of the sink '{sink}' into {definition.name} is older than the newest "
+                              f"it took ({newest}), which a replay never is: a query with a new checkpoint starts "
+                              f"again at 0. Give it its own name: sink('{definition.name}', name='...'); nothing "
+                              f"was written")
         with self.catalog.transaction():
             report = self.ingester.append_stream(definition, frame, ViewDFError)
             self.catalog.commit([SinkBatch(definition.key, sink, batch_id)])
