@@ -24,7 +24,8 @@ os.environ.setdefault("JDK_JAVA_OPTIONS", SHORT_LIVED_JVM_OPTIONS)
 # workers do not end with one of them alone on a long group. Measured on a 2-core machine (the durations
 # ./run test prints).
 LONG_FIRST = ("tests/test_range_steps.py", "tests/test_pattern_properties.py", "08-nexmark",
-              "tests/test_late_data.py", "tests/test_nexmark_views.py", "tests/test_match_recognize_parts.py",
+              "tests/test_late_data.py", "tests/test_corrections.py", "tests/test_nexmark_views.py",
+              "tests/test_match_recognize_parts.py",
               "tests/test_cli.py", "tests/test_crash_safety.py", "tests/test_browser.py", "tests/test_fused_parts.py",
               "07-match-recognize", "tests/test_concurrent_kernels.py", "tests/test_verify_patterns.py",
               "06-your-own-data", "tests/test_windows.py", "tests/test_match_recognize_views.py",

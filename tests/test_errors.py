@@ -80,6 +80,11 @@ PARSE_ERRORS = {
     "misspelt retain unit": ("CREATE STREAM R (ts TIMESTAMP, v INT) PARTITION LENGTH 60 RETAIN 3 SECNDS", "SECNDS",
                              ["after RETAIN, found 'SECNDS'; did you mean SECONDS?"]),
     "misspelt vacuum unit": ("VACUUM RETAIN 2 DAYSS", "DAYSS", ["after VACUUM RETAIN, found 'DAYSS'; did you mean DAYS?"]),
+    "DELETE without FROM": ("DELETE M WHERE loss > 3", "M WHERE", ["expected FROM, found 'M'"]),
+    "UPDATE without a value": ("UPDATE M SET loss = , src = 'a'", ", src", ["expected a value for loss"]),
+    "UPDATE setting a column twice": ("UPDATE M SET loss = 1, LOSS = 2", "LOSS", ["column LOSS is set twice"]),
+    "WHERE without a condition": ("DELETE FROM M WHERE", "WHERE", ["expected a condition after WHERE"]),
+    "EXPLAIN of something else": ("EXPLAIN STREAM M", "STREAM", ["expected VIEW, DELETE or UPDATE after EXPLAIN"]),
 }
 
 

@@ -37,7 +37,7 @@ def run(shell: InteractiveShell, cell: str) -> tuple[str, object]:
 
 
 def test_readme_cells_run_and_definitions_rerun(shell, tmp_path):
-    definitions, data, queries, translated = readme_cells()
+    definitions, data, queries, translated, corrected = readme_cells()
     definitions = definitions.replace("--warehouse viewdf-warehouse", f"--warehouse {tmp_path / 'wh'}")
     first, _ = run(shell, definitions)
     assert "Created stream M" in first and "Created view View2" in first
@@ -55,3 +55,8 @@ def test_readme_cells_run_and_definitions_rerun(shell, tmp_path):
     shown, _ = run(shell, translated)
     assert "View1: all 7 parts equal their recomputation" in shown
     assert "Created view Loss60" in shown
+    shown, paper_pair = run(shell, corrected)
+    assert "UPDATE would read 1 of M's 7 stored parts (2015-01-01 10:03:00), chosen by the condition on ts, and " \
+        "update 1 row in 1 part" in shown
+    assert "Updated 1 row of M in 1 part" in shown
+    assert paper_pair.count() == 0          # 12, 15, 4, 20: no four minutes in a row above 10 any more

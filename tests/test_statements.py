@@ -295,7 +295,7 @@ def test_every_statement_class_has_a_handler_and_only_inspection_reads_without_t
     assert kinds == set(HANDLERS)
     assert {c.__name__ for c in kinds if c.read_only} == {
         "Query", "ShowStreams", "ShowViews", "ShowTables", "ShowPending", "ShowParts", "ShowLateness", "Describe",
-        "ExplainView", "Verify"}
+        "ExplainView", "ExplainChange", "Verify"}
     shown = [type(s).__name__ for s in parse("SHOW STREAMS; SHOW VIEWS; SHOW TABLES; SHOW PENDING; "
                                              "SHOW PARTS OF M; SHOW PARTS M CHANGED SINCE '2024-01-01'; SHOW LATENESS; "
                                              "SHOW LATENESS FOR M")]

@@ -17,6 +17,7 @@ from ..catalog.backends import open_filesystem
 from ..catalog.lock import WriterLock
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from . import catalog_tables
+from .corrections import ChangeReport, Corrector
 from .ingest import Ingester, IngestReport
 from ..errors import Interrupted, ViewDFError
 from ..wording import agreeing, named_spans, plural
@@ -64,6 +65,7 @@ class Engine:
         self.retention = Retention(self.catalog, maintainer.timeline, maintainer.compiled, maintainer.clause)
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
                                  self.maintainer.unique_key_sets)
+        self.corrector = Corrector(self.spark, self.catalog, self.store, self.ingester, maintainer.runner.named)
         self.writer = WriterLock(self.fs, lock_timeout, status=progress)
         self.reads = Reads(self.spark, self.catalog, self.maintainer)
         self._lock = threading.RLock()
@@ -208,7 +210,7 @@ class Engine:
         self.maintain_after(report)
         return report
 
-    def maintain_after(self, report: IngestReport) -> float:
+    def maintain_after(self, report: IngestReport | ChangeReport) -> float:
         """Maintain after ``report``'s batch was published (``maintain``), recording on it the steps and the
         late-data repair (failures are in ``maintainer.failures``); the seconds it took."""
         report.steps, seconds = timed(self.maintain)

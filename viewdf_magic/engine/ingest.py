@@ -94,9 +94,9 @@ class Ingester:
                     return report
                 assert batch.first is not None and batch.last is not None     # it has rows
                 parts = {batch.first: batch.rows} if batch.first == batch.last else self.store.part_counts(folder)
-                self._validate(definition, parts, error)
+                self.validate(definition, parts, error)
                 written = [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts]
-                facts = self._check_keys(definition, folder, written, parts, error)
+                facts = self.check_keys(definition, folder, written, parts, error)
             except SPARK_ERRORS as exc:
                 raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                     from None
@@ -109,26 +109,13 @@ class Ingester:
         newest = state.newest
         actions: list[Action] = []
         for s, n in sorted(parts.items()):
-            folders = (Slice(folder, s, batch.first, batch.last).text,)
-            old = state.parts.get(s)
-            behind = None if newest is None or s > newest else newest - s
-            if old is not None:     # late rows for a part that has rows: the part grows
-                rows_before, behind_before = old.arrival_counts()
-                meta = dataclasses.replace(old, rows=old.rows + n, folders=old.folders + folders,
-                                           arrivals=old.arrivals + (now,), arrival_rows=rows_before + (n,),
-                                           arrival_behind=behind_before + (behind,), updated=now,
-                                           unique=facts.get(s, ()))
-            else:
-                how = ClauseKind.INGEST if behind is None else ClauseKind.LATE
-                meta = PartMeta(s, n, folders, seconds, (), now, how, arrivals=(now,), arrival_rows=(n,),
-                                arrival_behind=(behind,), unique=facts.get(s, ()))
-            actions.append(Part(definition.key, meta))
+            slice_text = Slice(folder, s, batch.first, batch.last).text
+            actions.append(Part(definition.key, arrived(state.parts.get(s), s, n, slice_text, newest, seconds, now,
+                                                        facts.get(s, ()))))
         through = max(parts)
         actions.append(Advance(definition.key, through, now))
         begin = min(parts) if newest is None else newest + 1
-        if min(parts) * definition.length < self._computed_until():
-            actions.append(request_repair(self.catalog.settings, min(parts) * definition.length,
-                                          self.catalog.version + 1))
+        actions += self.repair_from(definition, min(parts))
         self.catalog.commit(actions)
         report.rows = sum(parts.values())
         report.parts = sorted(parts)
@@ -137,11 +124,15 @@ class Ingester:
         report.sealed = max(0, through - begin + 1 - (len(parts) - len(report.late)))
         return report
 
-    def _computed_until(self) -> int:
-        """End (epoch seconds) of the newest view part: rows before it may change computed parts."""
+    def repair_from(self, definition: ObjectDef, subscript: int) -> list[Action]:
+        """The action asking for a late-data repair after a change to ``definition``'s parts from ``subscript``
+        on, when a computed view part may read them (none otherwise)."""
         ends = [(newest + 1) * d.length for d in self.catalog.views()
                 for newest in [self.catalog.state(d.name).newest_part()] if newest is not None]
-        return max(ends, default=-(2 ** 62))
+        since = subscript * definition.length
+        if since >= max(ends, default=-(2 ** 62)):
+            return []
+        return [request_repair(self.catalog.settings, since, self.catalog.version + 1)]
 
     @staticmethod
     def _validate_nulls(definition: ObjectDef, nulls: int, error: ErrorAt) -> None:
@@ -149,7 +140,8 @@ class Ingester:
             raise error(f"{plural(nulls, 'row')} {agreeing(nulls, 'has', 'have')} a NULL timestamp in column "
                         f"{definition.timestamp_column}; nothing was written")
 
-    def _validate(self, definition: ObjectDef, parts: dict[int, int], error: ErrorAt) -> None:
+    def validate(self, definition: ObjectDef, parts: dict[int, int], error: ErrorAt) -> None:
+        """Refuse rows (``parts``: how many for each part) that lateness, retention or the part limit forbid."""
         length = definition.length
         state = self.catalog.state(definition.name)
         newest, first = state.newest, state.first
@@ -179,32 +171,32 @@ class Ingester:
                         f"({format_part(low, length)} to {format_part(high, length)}); the limit is "
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
-    def _check_keys(self, definition: ObjectDef, folder: str, written: list[Wanted], counts: dict[int, int],
-                    error: ErrorAt) -> dict[int, tuple[tuple[str, ...], ...]]:
+    def check_keys(self, definition: ObjectDef, folder: str, written: list[Wanted], counts: dict[int, int],
+                   error: ErrorAt, replaced: frozenset[int] = frozenset()) -> dict[int, tuple[tuple[str, ...], ...]]:
         """Check the stream's UNIQUE (..) PER PART and find, for each written part, the column sets views
-        ask of it that no two of its rows share (the part's facts)."""
+        ask of it that no two of its rows share (the part's facts). The stored rows of the written parts
+        count too, except in ``replaced`` parts (whose rows the written ones replace)."""
         declared = (tuple(c.lower() for c in definition.unique),) if definition.unique else ()
         asked = [*declared, *self.key_sets(definition)]
-        repeats = self._repeats(definition, folder, counts, asked)
+        kept = [s for s in counts if s in self.catalog.state(definition.name).parts and s not in replaced]
+        repeats = self._repeats(definition, folder, counts, asked, kept)
         if declared and any(k == 0 for _, k in repeats):
-            self._check_unique(definition, written, error)      # the values, unless two hashes collided
+            self._check_unique(definition, written, kept, error)      # the values, unless two hashes collided
         return {w.target: tuple(keys for k, keys in enumerate(asked) if k >= len(declared) and (w.target, k) not in repeats)
                 for w in written}
 
     def _repeats(self, definition: ObjectDef, folder: str, counts: dict[int, int],
-                 key_sets: list[tuple[str, ...]]) -> set[tuple[int, int]]:
+                 key_sets: list[tuple[str, ...]], late: list[int]) -> set[tuple[int, int]]:
         """(part, index into ``key_sets``) for every part the batch in ``folder`` wrote (``counts``: its
-        rows there) where two rows (stored ones included) have the same 64-bit hash of the set's columns,
-        from one Spark job: a collision can only report a repeat that is not there, never miss one.
-        Parts of one new row need no job."""
-        stored = self.catalog.state(definition.name).parts
-        if not key_sets or all(n <= 1 and s not in stored for s, n in counts.items()):
+        rows there) where two rows (the stored ones of ``late`` parts included) have the same 64-bit hash
+        of the set's columns, from one Spark job: a collision can only report a repeat that is not there,
+        never miss one. Parts of one new row need no job."""
+        if not key_sets or all(n <= 1 and s not in late for s, n in counts.items()):
             return set()
         spelled = {f.name.lower(): f.name for f in definition.schema.fields}
         columns = sorted({spelled[c] for keys in key_sets for c in keys})
         hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
         rows = self.store.batch_columns(definition, folder, columns)
-        late = [s for s in counts if s in stored]
         if late:
             old = self.store.read_parts(definition, self.catalog.state(definition.name), late)
             rows = rows.unionByName(old.select(*[quote_name(c) for c in columns],
@@ -215,11 +207,14 @@ class Ingester:
             .distinct().collect()
         return {(int(row[PART_COLUMN]), int(row["k"])) for row in repeated}
 
-    def _check_unique(self, definition: ObjectDef, written: list[Wanted], error: ErrorAt) -> None:
-        """UNIQUE (..) PER PART, exactly: no two rows of one part, in the batch or already stored, share the
-        columns; the error names the part and the values."""
+    def _check_unique(self, definition: ObjectDef, written: list[Wanted], late: list[int], error: ErrorAt) -> None:
+        """UNIQUE (..) PER PART, exactly: no two rows of one part, in the batch or stored in a ``late`` part,
+        share the columns; the error names the part and the values."""
         keys = [F.col(quote_name(c)) for c in definition.unique]
-        twice = self._part_rows(definition, written).groupBy(_subscript(definition).alias("s"), *keys).count() \
+        rows = self.store.read_slices(definition, written)
+        if late:
+            rows = rows.unionByName(self.store.read_parts(definition, self.catalog.state(definition.name), late))
+        twice = rows.groupBy(_subscript(definition).alias("s"), *keys).count() \
             .where("count > 1").limit(1).collect()
         if twice:
             row = twice[0]
@@ -228,13 +223,6 @@ class Ingester:
             raise error(f"{row['count']} rows of part {format_part(row['s'], definition.length)} have "
                         f"({columns}) = ({values}), but {definition.name} is {definition.unique_clause}; "
                         f"nothing was written")
-
-    def _part_rows(self, definition: ObjectDef, written: list[Wanted]) -> DataFrame:
-        """The rows of the parts a batch wrote: the batch's, and those stored before (late rows)."""
-        state = self.catalog.state(definition.name)
-        stored = [s for s in (w.target for w in written) if s in state.parts]   # late rows join a part with rows
-        rows = self.store.read_slices(definition, written)
-        return rows.unionByName(self.store.read_parts(definition, state, stored)) if stored else rows
 
     def append_table(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt,
                      create: bool = False) -> int:
@@ -251,6 +239,21 @@ class Ingester:
         actions.append(TableData(definition.key, (folder,) if rows else (), rows, time.time()))
         self.catalog.commit(actions)
         return rows
+
+
+def arrived(old: PartMeta | None, subscript: int, rows: int, slice_text: str, newest: int | None, seconds: float,
+            now: float, unique: tuple[tuple[str, ...], ...]) -> PartMeta:
+    """Stream part ``subscript`` after ``rows`` rows arrived in ``slice_text`` (``old``: the part before; None
+    if it had no rows), with the stream's newest part ``newest`` before they came: later rows are on time."""
+    behind = None if newest is None or subscript > newest else newest - subscript
+    if old is not None:     # late rows for a part that has rows: the part grows
+        rows_before, behind_before = old.arrival_counts()
+        return dataclasses.replace(old, rows=old.rows + rows, folders=old.folders + (slice_text,),
+                                   arrivals=old.arrivals + (now,), arrival_rows=rows_before + (rows,),
+                                   arrival_behind=behind_before + (behind,), updated=now, unique=unique)
+    how = ClauseKind.INGEST if behind is None else ClauseKind.LATE
+    return PartMeta(subscript, rows, (slice_text,), seconds, (), now, how, arrivals=(now,), arrival_rows=(rows,),
+                    arrival_behind=(behind,), unique=unique)
 
 
 def _subscript(definition: ObjectDef) -> Column:

@@ -30,6 +30,8 @@ HANDLERS: dict[type[st.Statement], Handler] = dict([
     _handles(st.Drop, definitions.drop),
     _handles(st.Insert, data.insert),
     _handles(st.Load, data.load),
+    _handles(st.Delete, data.change),
+    _handles(st.Update, data.change),
     _handles(st.Seal, data.seal),
     _handles(st.Vacuum, data.vacuum),
     _handles(st.SetMaintenance, stepping.set_maintenance),
@@ -43,6 +45,7 @@ HANDLERS: dict[type[st.Statement], Handler] = dict([
     _handles(st.ShowLateness, inspection.show_lateness),
     _handles(st.Describe, inspection.describe),
     _handles(st.ExplainView, inspection.explain_view),
+    _handles(st.ExplainChange, inspection.explain_change),
     _handles(st.Verify, inspection.verify),
 ])
 

@@ -1,4 +1,4 @@
-"""Handlers of the statements that add or remove data: INSERT, LOAD, SEAL, VACUUM."""
+"""Handlers of the statements that add, change or remove data: INSERT, LOAD, DELETE, UPDATE, SEAL, VACUUM."""
 
 from __future__ import annotations
 
@@ -133,6 +133,39 @@ def _nothing_new(path: str, target: str, files: list[LoadedFile], taken: Taken) 
                 f"Add FORCE to load it again.")
     return (f"No new file in '{path}': its {len(files)} files were loaded into {target} already (from "
             f"{_when(first)}); nothing was loaded. Add FORCE to load them again.")
+
+
+def changed_stream(engine: Engine, change: st.Delete | st.Update) -> ObjectDef:
+    """The stream a DELETE or UPDATE changes; a view or a dimension table is refused, saying why."""
+    name = change.target
+    definition = engine.require(name.text, ("stream", "table", "view"), change, name)
+    verb = "DELETE" if isinstance(change, st.Delete) else "UPDATE"
+    if definition.kind == "view":
+        raise change.fragment.error(f"'{name.text}' is a view: its rows follow from the streams it reads "
+                                    f"({', '.join(definition.sources)}); change those, and it is recomputed",
+                                    name.start, name.end)
+    if definition.kind == "table":
+        raise change.fragment.error(
+            f"'{name.text}' is a dimension table: {verb} changes stream rows only. Views read a dimension table "
+            f"as it is when they compute a part, so a change to it would not reach parts computed before; "
+            f"INSERT adds rows to it, and DROP .. CASCADE then CREATE replaces it with the views that read it",
+            name.start, name.end)
+    if isinstance(change, st.Update):
+        engine.corrector.check_assignments(definition, change)
+    return definition
+
+
+def change(engine: Engine, statement: st.Delete | st.Update) -> Result:
+    """DELETE or UPDATE stream rows: the parts holding them are rewritten and the views' parts that read them
+    recomputed (engine/corrections.py)."""
+    definition = changed_stream(engine, statement)
+    plan = engine.corrector.plan(definition, statement)
+    if isinstance(statement, st.Update):
+        engine.corrector.check_types(plan, statement)
+    report = engine.corrector.change(plan, statement)
+    seconds = engine.maintain_after(report) if report.rows else None
+    return Result(statement, f"{report}." + engine.maintenance_note(), steps=report.steps,
+                  maintenance_seconds=seconds)
 
 
 def vacuum(engine: Engine, statement: st.Vacuum) -> Result:

@@ -1,4 +1,5 @@
-"""Handlers of the read-only statements: queries, SHOW, DESCRIBE, EXPLAIN VIEW, VERIFY."""
+"""Handlers of the read-only statements: queries, SHOW, DESCRIBE, EXPLAIN VIEW and EXPLAIN DELETE/UPDATE,
+VERIFY."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from ..timeparts import format_part, to_utc
 
 from ..engine.engine import Engine
 from ..engine.results import Result
+from .data import changed_stream
 
 
 def query(engine: Engine, statement: st.Query) -> Result:
@@ -63,6 +65,31 @@ def describe(engine: Engine, statement: st.Describe) -> Result:
 def explain_view(engine: Engine, statement: st.ExplainView) -> Result:
     definition = engine.require(statement.name.text, ("view",), statement, statement.name)
     return explain(engine, statement, definition)
+
+
+def explain_change(engine: Engine, statement: st.ExplainChange) -> Result:
+    """The parts a DELETE or UPDATE would read, the rows it would change in each, and the views it would
+    recompute; nothing is changed."""
+    change = statement.change
+    definition = changed_stream(engine, change)
+    plan = engine.corrector.plan(definition, change)
+    if isinstance(change, st.Update):
+        engine.corrector.check_types(plan, change)
+    matching = engine.corrector.count(plan, change)
+    parts = engine.catalog.state(definition.name).parts
+    table = pd.DataFrame([{"part": s, "part_timestamp": format_part(s, definition.length), "stored_rows": parts[s].rows,
+                           "matching_rows": matching.get(s, 0)} for s in plan.read],
+                         columns=["part", "part_timestamp", "stored_rows", "matching_rows"])
+    verb = "delete" if isinstance(change, st.Delete) else "update"
+    rows = sum(matching.values())
+    message = f"{verb.upper()} would read {plan.reading}, and {verb} {plural(rows, 'row')}"
+    if rows:
+        message += f" in {plural(len(matching), 'part')}"
+        views = [d.name for d in engine.catalog.downstream(definition.name)[1:] if not d.owner]
+        if views:
+            message += (f"; the parts of {', '.join(views)} that read them would be recomputed (late-data repair, "
+                        f"with early cutoff)")
+    return Result(statement, message + ".", table=table)
 
 
 def verify(engine: Engine, statement: st.Verify) -> Result:

@@ -14,10 +14,11 @@ from sqlglot.tokens import Token, TokenType
 from ..errors import ViewDFError
 from ..timeparts import UNIT_SECONDS
 from .source import Fragment
-from .statements import (Alter, ClauseKind, CreateQueryView, CreateStream, CreateTable, Creation, CreateViewDF,
-                         DeltaQuery, Describe, Drop, ExplainView, Extent, Insert, Load, Name, Query, Seal, SetMaintenance,
+from .statements import (Alter, Assignment, ClauseKind, CreateQueryView, CreateStream, CreateTable, Creation,
+                         CreateViewDF, Delete, DeltaQuery, Describe, Drop, ExplainChange, ExplainView, Extent, Insert,
+                         Load, Name, Query, Seal, SetMaintenance,
                          ShowLateness, ShowParts, ShowPending, ShowStreams, ShowTables, ShowViews, Statement, Step,
-                         UniqueGuard, Vacuum, Verify)
+                         UniqueGuard, Update, Vacuum, Verify)
 from .tokens import IDENTIFIER_TYPES, TokenStatement, split_statements
 
 _QUOTED = {TokenType.STRING, TokenType.IDENTIFIER}
@@ -194,7 +195,7 @@ def parse_statement(statement: TokenStatement) -> Statement:
         return handler(cursor)
     if word in QUERY_STARTS:
         return Query(statement.fragment, statement.fragment)
-    raise cursor.error("expected a statement (CREATE, INSERT, LOAD, SELECT, SHOW, DESCRIBE, DROP, "
+    raise cursor.error("expected a statement (CREATE, INSERT, LOAD, DELETE, UPDATE, SELECT, SHOW, DESCRIBE, DROP, "
                        "VERIFY, SEAL, SET MAINTENANCE, STEP, EXPLAIN VIEW, ALTER, VACUUM)",
                        choices=[*_HANDLERS, *QUERY_STARTS])
 
@@ -593,11 +594,72 @@ def _vacuum(cursor: _Cursor) -> Vacuum:
     return Vacuum(cursor.fragment, retain)
 
 
-def _explain(cursor: _Cursor) -> ExplainView:
-    cursor.expect("EXPLAIN", "VIEW")
+def _explain(cursor: _Cursor) -> ExplainView | ExplainChange:
+    cursor.expect("EXPLAIN")
+    if cursor.at("DELETE") or cursor.at("UPDATE"):
+        change = _delete(cursor) if cursor.at("DELETE") else _update(cursor)
+        return ExplainChange(cursor.fragment, change)
+    if not cursor.accept("VIEW"):
+        raise cursor.error("expected VIEW, DELETE or UPDATE after EXPLAIN", choices=("VIEW", "DELETE", "UPDATE"))
     name = cursor.name("a view name")
     cursor.done()
     return ExplainView(cursor.fragment, name)
+
+
+def _delete(cursor: _Cursor) -> Delete:
+    cursor.expect("DELETE", "FROM")
+    cursor.accept("STREAM")
+    target = cursor.name("a stream name")
+    return Delete(cursor.fragment, target, _condition(cursor))
+
+
+def _update(cursor: _Cursor) -> Update:
+    cursor.expect("UPDATE")
+    cursor.accept("STREAM")
+    target = cursor.name("a stream name")
+    cursor.expect("SET")
+    assignments = [_assignment(cursor)]
+    while cursor.accept(","):
+        assignments.append(_assignment(cursor))
+    seen: set[str] = set()
+    for assignment in assignments:
+        if assignment.column.key in seen:
+            raise cursor.fragment.error(f"column {assignment.column.text} is set twice",
+                                        assignment.column.start, assignment.column.end)
+        seen.add(assignment.column.key)
+    return Update(cursor.fragment, target, tuple(assignments), _condition(cursor))
+
+
+def _assignment(cursor: _Cursor) -> Assignment:
+    """``column = value``: the value runs to a comma or WHERE outside parentheses."""
+    column = cursor.name("a column name")
+    cursor.expect("=")
+    first = cursor.index
+    depth = 0
+    while (token := cursor.peek()) is not None:
+        if token.token_type in (TokenType.L_PAREN, TokenType.L_BRACKET):
+            depth += 1
+        elif token.token_type in (TokenType.R_PAREN, TokenType.R_BRACKET):
+            depth -= 1
+        elif depth == 0 and (cursor.is_word(token, ",") or cursor.is_word(token, "WHERE")):
+            break
+        cursor.index += 1
+    if cursor.index == first:
+        raise cursor.error(f"expected a value for {column.text}")
+    last = cursor.tokens[cursor.index - 1]
+    return Assignment(column, Fragment(cursor.fragment.source, cursor.tokens[first].start, last.end + 1))
+
+
+def _condition(cursor: _Cursor) -> Fragment | None:
+    """An optional ``WHERE condition`` that ends the statement."""
+    if cursor.peek() is None:
+        return None
+    where = cursor.peek()
+    cursor.expect("WHERE")
+    if cursor.peek() is None:
+        assert where is not None       # expect found it
+        raise cursor.fragment.error("expected a condition after WHERE", where.start, where.end + 1)
+    return cursor.rest()
 
 
 def _set(cursor: _Cursor) -> SetMaintenance:
@@ -630,4 +692,5 @@ _HANDLERS = {
     "CREATE": _create, "INSERT": _insert, "LOAD": _load, "SHOW": _show,
     "DESCRIBE": _describe, "DESC": _describe, "DROP": _drop, "VERIFY": _verify, "SEAL": _seal,
     "SET": _set, "STEP": _step, "EXPLAIN": _explain, "ALTER": _alter, "VACUUM": _vacuum,
+    "DELETE": _delete, "UPDATE": _update,
 }

@@ -178,6 +178,32 @@ class Insert(Statement):
 
 
 @dataclass(frozen=True)
+class Assignment:
+    """``column = value`` of an UPDATE's SET list."""
+
+    column: Name
+    value: Fragment
+
+
+@dataclass(frozen=True)
+class Delete(Statement):
+    """``DELETE FROM M [WHERE condition]``: take rows out of a stream's stored parts."""
+
+    target: Name
+    condition: Fragment | None        # None: every row
+
+
+@dataclass(frozen=True)
+class Update(Statement):
+    """``UPDATE M SET c = value, ... [WHERE condition]``: change rows of a stream's stored parts (a changed
+    timestamp moves a row to its new part)."""
+
+    target: Name
+    assignments: tuple[Assignment, ...]
+    condition: Fragment | None
+
+
+@dataclass(frozen=True)
 class Load(Statement):
     path: str
     path_at: int
@@ -293,4 +319,13 @@ class ExplainView(Statement):
     """``EXPLAIN VIEW v``: the definition, the next step's resolved query and its Spark plans."""
 
     name: Name
+    read_only: ClassVar[bool] = True
+
+
+@dataclass(frozen=True)
+class ExplainChange(Statement):
+    """``EXPLAIN DELETE ..`` / ``EXPLAIN UPDATE ..``: the parts the change would read, and the rows and views
+    it would change, without changing anything."""
+
+    change: Delete | Update
     read_only: ClassVar[bool] = True

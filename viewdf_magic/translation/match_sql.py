@@ -323,7 +323,8 @@ class MatchTranslation:
         """The Helper's RANGE clause (maintainer/ranges.py): a run of parts in one query. Each partition's rows are
         grouped by part and folded part after part from its state in Helper[j-1] (the part before the run); the
         state after each part with rows is stored with that part's output, and carried unchanged through the
-        parts without rows (output and ``at`` included), exactly as UPDATE stores them one part at a time."""
+        parts without rows (output and ``at`` included), exactly as UPDATE stores them one part at a time (a
+        state UPDATE would drop is dropped here too, so the next part starts from the initial state)."""
         key_list = self._key_list
         keys = [quote_name(k) for k in self.keys]
         group = f" GROUP BY {', '.join(keys)}" if keys else ""
@@ -337,8 +338,13 @@ class MatchTranslation:
         after = _struct([(f, f"f.{f}") for f in STATE])
         done = _struct([("p", "q.p"), ("st", after), ("out", "f.out"),
                         ("at", f"timestamp_seconds(q.p * {self.partition_length})")])
-        folded = _let(self._fold("q.evs", "sc.st"), "f", _struct([("st", after), ("out", f"concat(sc.out, array({done}))")]))
-        scan = f"aggregate(ps, named_struct('st', st, 'out', CAST(array() AS array<{part_type}>)), (sc, q) -> {folded})"
+        # a state that UPDATE would not have stored (no search, no output) is gone by the next part with rows:
+        # the fold starts that part from the initial state, as UPDATE does, so both store the same rows
+        entering = f"(IF(sc.live, sc.st, {self._initial()}))"
+        folded = _let(self._fold("q.evs", entering), "f", _struct([
+            ("st", after), ("out", f"concat(sc.out, array({done}))"), ("live", self._kept("f", "f.out"))]))
+        scan = (f"aggregate(ps, named_struct('st', st, 'out', CAST(array() AS array<{part_type}>), 'live', true), "
+                f"(sc, q) -> {folded})")
         lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, h_out, h_at, sc.out AS done FROM joined "
                      f"LATERAL VIEW explode(array({scan})) AS sc)")
         beyond = "CAST(__vdf_last + 1 AS bigint)"
