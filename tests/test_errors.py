@@ -85,6 +85,8 @@ PARSE_ERRORS = {
     "UPDATE setting a column twice": ("UPDATE M SET loss = 1, LOSS = 2", "LOSS", ["column LOSS is set twice"]),
     "WHERE without a condition": ("DELETE FROM M WHERE", "WHERE", ["expected a condition after WHERE"]),
     "EXPLAIN of something else": ("EXPLAIN STREAM M", "STREAM", ["expected VIEW, DELETE or UPDATE after EXPLAIN"]),
+    "ON LATE without what to do": ("ALTER STREAM M SET ALLOWED LATENESS 2 PARTS ON LATE DROP", "DROP",
+                                   ["expected REJECT or DIVERT INTO <table> after ON LATE, found 'DROP'"]),
 }
 
 

@@ -185,6 +185,44 @@ def test_allowed_lateness_refuses_older_rows_and_writes_nothing(warehouse):
     assert warehouse.catalog.version == version
 
 
+def test_on_late_divert_stores_rows_later_than_allowed_and_ingests_the_rest(warehouse, make_warehouse):
+    warehouse.execute(NETWORK_DDL.replace("PARTITION LENGTH 60", "PARTITION LENGTH 60 ALLOWED LATENESS 2 PARTS ON LATE "
+                                          "DIVERT INTO LateM", 1))
+    assert warehouse.catalog.get("LateM").kind == "table"
+    warehouse.ingest("M", batch([0, 1, 2, 3, 6], [12, 15, 24, 20, 7]))
+    # 10:04 is two parts behind 10:06 (taken, late); 10:02 and 10:01 are more (diverted); 10:05 is late too
+    report = warehouse.ingest("M", batch([4, 2.5, 1.5, 5], [16, 30, 31, 11], ["a", "b", "a", "a"]))
+    assert (report.rows, report.parts, report.late_rows, report.diverted) == (2, [FIRST + 4, FIRST + 5], 2, 2)
+    assert str(report).startswith("2 rows into 2 parts of M (2 late rows into 2 earlier parts); 2 rows later than "
+                                  "ALLOWED LATENESS diverted into LateM")
+    late = warehouse.execute("SELECT ts, src, loss, reason FROM LateM ORDER BY ts")
+    assert [(t.strftime("%H:%M:%S"), src, loss) for t, src, loss in zip(late.ts, late.src, late.loss)] == \
+        [("10:01:30", "a", 31), ("10:02:30", "b", 30)]
+    assert set(late.reason) == {"more than ALLOWED LATENESS 2 PARTS behind the newest part (2015-01-01 10:06:00)"}
+    version = warehouse.catalog.version
+    report = warehouse.ingest("M", batch([0.5], [40]))          # every row too late: only the table changes
+    assert (report.rows, report.diverted) == (0, 1) and warehouse.catalog.version == version + 1
+    shown = warehouse.execute("SHOW LATENESS FOR M").iloc[0]
+    assert (shown["diverted_rows"], shown["diverted_into"], shown["late_rows"]) == (3, "LateM", 2)
+    # raising the bound lets them be taken back (the hand-written views keep every part to repair from)
+    warehouse.execute("ALTER STREAM M SET ALLOWED LATENESS 10 PARTS ON LATE DIVERT INTO LateM;"
+                      "INSERT INTO M SELECT ts, src, dest, loss FROM LateM")
+    assert warehouse.execute("SELECT count(*) AS n FROM M")["n"][0] == 10
+    # no view reads the divert table, so it can be changed and emptied
+    assert warehouse.run("UPDATE LateM SET reason = 'taken back' WHERE loss > 30")[0].message.startswith(
+        "Updated 2 rows of LateM; read table LateM")
+    assert sorted(warehouse.execute("SELECT reason FROM LateM")["reason"])[-2:] == ["taken back", "taken back"]
+    assert warehouse.run("DELETE FROM LateM")[0].message.startswith("Deleted 3 rows of LateM")
+    assert warehouse.execute("SELECT count(*) AS n FROM LateM")["n"][0] == 0
+    assert_equals_rebuild(warehouse, make_warehouse, [NETWORK_DDL], "rebuilt")
+    reopened = make_warehouse()
+    assert reopened.catalog.state("M").late_into == "LateM" and reopened.catalog.state("M").diverted_rows == 3
+    with pytest.raises(ViewDFError, match="table Helper|'Helper' is a view; ON LATE DIVERT INTO needs a table"):
+        reopened.execute("ALTER STREAM M SET ALLOWED LATENESS 3 PARTS ON LATE DIVERT INTO Helper")
+    reopened.execute("ALTER STREAM M RESET ALLOWED LATENESS")
+    assert reopened.catalog.state("M").late_into is None
+
+
 def test_an_interrupted_repair_is_finished_when_the_warehouse_reopens(warehouse, make_warehouse, monkeypatch):
     warehouse.execute(NETWORK_DDL)
     warehouse.ingest("M", batch([0, 1, 2, 4, 5, 6], [12, 15, 24, 20, 16, 7]))

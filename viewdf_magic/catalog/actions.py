@@ -10,7 +10,7 @@ from typing import Any, Callable, ClassVar, Iterable, Protocol, cast
 from .model import folder_of
 from .model import LoadedFile, ObjectDef, ObjectState, PartMeta
 
-OPTIONS = ("lateness", "retain")
+OPTIONS = ("lateness", "retain", "late_into")
 
 
 class InvalidAction(ValueError):
@@ -202,12 +202,13 @@ class Verified(Action):
 
 @dataclass(frozen=True)
 class Options(Action):
-    """A stream's ALLOWED LATENESS or an object's RETAIN, in parts (None: unbounded); only the
-    options named in ``values`` change."""
+    """A stream's ALLOWED LATENESS or an object's RETAIN, in parts (None: unbounded), and the table a stream
+    diverts rows later than allowed into (None: they are refused); only the options named in ``values``
+    change."""
 
     op = "options"
     name: str
-    values: dict[str, int | None] = field(default_factory=dict)
+    values: dict[str, int | str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = set(self.values) - set(OPTIONS)
@@ -293,26 +294,29 @@ class Vacuumed(Action):
 
 @dataclass(frozen=True)
 class TableData(Action):
-    """Rows were appended to a dimension table (in ``folders``; none for no rows)."""
+    """Rows were appended to a dimension table (in ``folders``; none for no rows), or, with ``replace``, the
+    table's rows are now those (a DELETE or UPDATE rewrote it)."""
 
     op = "table_data"
     name: str
     folders: tuple[str, ...]
     rows: int
     updated: float
+    replace: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {**super().to_json(), "folders": list(self.folders)}
+        data = {**super().to_json(), "folders": list(self.folders)}
+        return data if self.replace else {k: v for k, v in data.items() if k != "replace"}
 
     @classmethod
     def read(cls, data: dict[str, Any]) -> "TableData":
-        return cls(data["name"], tuple(data["folders"]), data["rows"], data["updated"])
+        return cls(data["name"], tuple(data["folders"]), data["rows"], data["updated"], bool(data.get("replace", False)))
 
     def apply(self, state: CatalogState, version: int) -> Undo:
         target = _state(state, self.name)
-        undo = _undo_all(_undo_fields(target, "table_rows", "table_updated"), _undo_append(target.table_folders))
-        target.table_folders.extend(self.folders)
-        target.table_rows += self.rows
+        undo = _undo_fields(target, "table_folders", "table_rows", "table_updated")
+        target.table_folders = [*([] if self.replace else target.table_folders), *self.folders]
+        target.table_rows = self.rows + (0 if self.replace else target.table_rows)
         target.table_updated = self.updated
         return undo
 
@@ -356,9 +360,24 @@ class SinkBatch(Action):
         return undo
 
 
+@dataclass(frozen=True)
+class Diverted(Action):
+    """``rows`` rows of a batch were later than ALLOWED LATENESS and went to the stream's divert table."""
+
+    op = "diverted"
+    name: str
+    rows: int
+
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        target = _state(state, self.name)
+        undo = _undo_fields(target, "diverted_rows")
+        target.diverted_rows += self.rows
+        return undo
+
+
 KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
                                   (Create, Drop, Part, Advance, Verified, Options, DropParts, Setting, Vacuumed,
-                                   TableData, Loaded, SinkBatch)}
+                                   TableData, Loaded, SinkBatch, Diverted)}
 
 
 def read_action(data: dict[str, Any]) -> Action:

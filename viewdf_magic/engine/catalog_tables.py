@@ -68,18 +68,21 @@ def streams_table(catalog: Catalog) -> pd.DataFrame:
 
 
 LATENESS_COLUMNS = ["stream", "parts", "rows", "on_time_rows", "late_rows", "late_arrivals", "late_rows_by_parts_behind",
-                    "most_parts_behind", "views", "view_parts_recomputed", "changed", "unchanged", "repair_seconds"]
+                    "most_parts_behind", "diverted_rows", "diverted_into", "views", "view_parts_recomputed", "changed",
+                    "unchanged", "repair_seconds"]
 
 
 def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.DataFrame:
     """SHOW LATENESS: per stream (or for ``stream``), its rows on time and late, the late rows by how many
     parts they were behind the stream's newest part when they arrived (0: into the newest part itself), and
     the recomputations of the parts of the views that read it (directly or through views), changed or not,
-    with their seconds. Rows refused by ALLOWED LATENESS are not counted: a refused batch writes nothing."""
+    with their seconds; the rows later than ALLOWED LATENESS that went to the stream's divert table (ON LATE
+    DIVERT INTO). Rows refused by ALLOWED LATENESS are not counted: a refused batch writes nothing."""
     streams = [stream] if stream else [d for d in catalog.objects.values() if d.kind == "stream"]
     rows = []
     for d in streams:
-        parts = catalog.state(d.name).parts.values()
+        state = catalog.state(d.name)
+        parts = state.parts.values()
         behind: dict[int, int] = {}
         on_time = 0
         for part in parts:
@@ -97,7 +100,8 @@ def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.Data
                      "on_time_rows": on_time, "late_rows": sum(behind.values()),
                      "late_arrivals": sum(1 for p in parts for late in p.arrival_counts()[1] if late is not None),
                      "late_rows_by_parts_behind": dict(sorted(behind.items())),
-                     "most_parts_behind": max(behind, default=None), "views": ", ".join(v.name for v in views),
+                     "most_parts_behind": max(behind, default=None), "diverted_rows": state.diverted_rows,
+                     "diverted_into": state.late_into, "views": ", ".join(v.name for v in views),
                      "view_parts_recomputed": recomputed, "changed": changed, "unchanged": recomputed - changed,
                      "repair_seconds": sum(p.repair_seconds for p in view_parts)})
     return pd.DataFrame(rows, columns=LATENESS_COLUMNS).astype({"repair_seconds": "float64"})

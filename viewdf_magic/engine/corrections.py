@@ -1,4 +1,4 @@
-"""Changing the past: DELETE and UPDATE of a stream's stored rows.
+"""Changing the past: DELETE and UPDATE of a stream's stored rows (and of a table no view reads).
 
 A change reads only the parts its condition's timestamp bounds allow (``language/time_bounds.py``), finds
 the parts that hold matching rows in one Spark job, and rewrites those parts (and, for an UPDATE that moves
@@ -18,7 +18,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import DataType
 
-from ..catalog.actions import Action, Advance, Part
+from ..catalog.actions import Action, Advance, Part, TableData
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, Slice
 from ..errors import ViewDFError
@@ -59,6 +59,8 @@ class ChangePlan:
         """``2 of M's 6 stored parts (10:02:00 to 10:03:00), chosen by the condition on ts``, or ``all 6 of
         M's stored parts (..), as the condition does not bound its timestamp``."""
         d = self.definition
+        if d.kind == "table":
+            return f"table {d.name}"
         if not self.read:
             text = f"none of {d.name}'s {plural(self.stored, 'stored part')}"
         elif self.bounded_by is None:
@@ -87,7 +89,7 @@ class ChangeReport:
     def __str__(self) -> str:
         name = self.plan.definition.name
         text = f"{self.verb.capitalize()} {plural(self.rows, 'row')} of {name}"
-        if self.rows:
+        if self.rows and self.plan.definition.partitioned:
             text += f" in {plural(len(self.touched), 'part')}"
         if self.moved_into:
             text += f" (moved into {plural(len(self.moved_into), 'other part')})"
@@ -108,6 +110,8 @@ class Corrector:
     # -- planning ---------------------------------------------------------------------------
     def plan(self, definition: ObjectDef, change: st.Delete | st.Update) -> ChangePlan:
         """The parts ``change`` must read; a bound that reaches parts retention dropped is refused."""
+        if definition.kind == "table":
+            return ChangePlan(definition, [0], 1, None)      # a table is read whole, as one "part"
         state = self.catalog.state(definition.name)
         column = definition.timestamp_column
         assert column is not None        # every stream has one
@@ -183,6 +187,10 @@ class Corrector:
         if not counts:
             return report
         touched = sorted(counts)
+        report.rows = sum(counts.values())
+        if definition.kind == "table":
+            self._rewrite_table(plan, change)
+            return report
         self._check_changeable(definition, touched, change)
         started = time.perf_counter()
         rows = self._new_rows(plan, change, touched)
@@ -214,10 +222,24 @@ class Corrector:
         if not written:
             self.store.discard(folder)
         self._publish(definition, touched, written, slices, facts, time.perf_counter() - started)
-        report.rows = sum(counts.values())
         report.touched = touched
         report.moved_into = sorted(arriving)
         return report
+
+    def _rewrite_table(self, plan: ChangePlan, change: st.Delete | st.Update) -> None:
+        """Write a dimension table's rows after the change into a new folder and make them its rows (no view
+        reads the table: the handler refuses a change to one that views read)."""
+        definition = plan.definition
+        folder = self.store.new_folder(definition)
+        try:
+            rows = self.store.write_table(definition, self._new_rows(plan, change, plan.read), folder)
+        except SPARK_ERRORS as exc:
+            self.store.fs.delete(folder)
+            raise _error_at(change)(f"cannot store the changed rows of {definition.name}: {summary(exc)}; nothing "
+                                    f"was changed") from None
+        if not rows:
+            self.store.fs.delete(folder)
+        self.catalog.commit([TableData(definition.key, (folder,) if rows else (), rows, time.time(), replace=True)])
 
     def _publish(self, definition: ObjectDef, touched: list[int], written: dict[int, int], slices: dict[int, Slice],
                  facts: dict[int, tuple[tuple[str, ...], ...]], seconds: float) -> None:
@@ -260,7 +282,9 @@ class Corrector:
         """The rows of ``parts`` with the condition (HIT), an UPDATE's new values and each row's part number;
         errors in the user's expressions point at them."""
         definition = plan.definition
-        rows = self.store.read_parts(definition, self.catalog.state(definition.name), parts)
+        state = self.catalog.state(definition.name)
+        rows = self.store.read_table(definition, state) if definition.kind == "table" else \
+            self.store.read_parts(definition, state, parts)
         rewritten = _statement_sql(definition, change)
         with self.named({ROWS: rows}) as sql:
             try:
@@ -268,7 +292,7 @@ class Corrector:
                 marked.schema        # analysed now (Spark Connect analyses lazily)
             except SPARK_ERRORS as exc:
                 raise spark_error(exc, rewritten) from None
-        number = F.expr(f"unix_seconds({PART_TIMESTAMP}) div {definition.length}")
+        number = F.lit(0) if definition.kind == "table" else F.expr(f"unix_seconds({PART_TIMESTAMP}) div {definition.length}")
         return marked.withColumn(NUMBER, number)
 
     def _new_rows(self, plan: ChangePlan, change: st.Delete | st.Update, touched: list[int]) -> DataFrame:

@@ -11,7 +11,7 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..catalog.actions import Action, Advance, Create, Part, TableData
+from ..catalog.actions import Action, Advance, Create, Diverted, Part, TableData
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef, PartMeta, Slice
 from ..language.statements import ClauseKind
@@ -42,6 +42,8 @@ class IngestReport:
     repair: RepairReport | None = None                     # view parts recomputed because of them
     steps: list[StepReport] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)     # views that could not be maintained
+    diverted: int = 0          # rows later than ALLOWED LATENESS that went to the stream's divert table
+    diverted_into: str = ""
     source: str = ""           # where the rows came from, said after where they went (" from 1 new file")
 
     def __str__(self) -> str:
@@ -50,6 +52,8 @@ class IngestReport:
             text += f" ({plural(self.late_rows, 'late row')} into {plural(len(self.late), 'earlier part')})"
         if self.sealed:
             text += f", {plural(self.sealed, 'empty part')} sealed"
+        if self.diverted:
+            text += f"; {plural(self.diverted, 'row')} later than ALLOWED LATENESS diverted into {self.diverted_into}"
         if self.repair is not None:
             text += f"; late data: {self.repair}"
         computed = sum(1 for step in self.steps if not step.repair)
@@ -94,35 +98,72 @@ class Ingester:
                     return report
                 assert batch.first is not None and batch.last is not None     # it has rows
                 parts = {batch.first: batch.rows} if batch.first == batch.last else self.store.part_counts(folder)
-                self.validate(definition, parts, error)
+                state = self.catalog.state(definition.name)
+                newest = state.newest           # before this batch
+                too_late = self.too_late(definition, parts)
+                late = {s: parts.pop(s) for s in too_late} if state.late_into is not None else {}
+                if parts:
+                    self.validate(definition, parts, error)
                 written = [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts]
-                facts = self.check_keys(definition, folder, written, parts, error)
+                facts = self.check_keys(definition, folder, written, parts, error) if parts else {}
+                with self.catalog.transaction():
+                    if late:
+                        report.diverted = self._divert(definition, folder, batch.first, batch.last, late, error)
+                        report.diverted_into = state.late_into or ""
+                    if parts:
+                        self._publish(definition, folder, batch.first, batch.last, parts, facts,
+                                      time.perf_counter() - started)
             except SPARK_ERRORS as exc:
                 raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                     from None
         except BaseException:
             self.store.discard(folder)
             raise
-        seconds = time.perf_counter() - started
-        now = time.time()
-        state = self.catalog.state(definition.name)
-        newest = state.newest
-        actions: list[Action] = []
-        for s, n in sorted(parts.items()):
-            slice_text = Slice(folder, s, batch.first, batch.last).text
-            actions.append(Part(definition.key, arrived(state.parts.get(s), s, n, slice_text, newest, seconds, now,
-                                                        facts.get(s, ()))))
-        through = max(parts)
-        actions.append(Advance(definition.key, through, now))
-        begin = min(parts) if newest is None else newest + 1
-        actions += self.repair_from(definition, min(parts))
-        self.catalog.commit(actions)
+        if not parts:       # every row was diverted: the table holds a copy of them
+            self.store.discard(folder)
+            return report
         report.rows = sum(parts.values())
         report.parts = sorted(parts)
         report.late = [s for s in report.parts if newest is not None and s <= newest]
         report.late_rows = sum(parts[s] for s in report.late)
-        report.sealed = max(0, through - begin + 1 - (len(parts) - len(report.late)))
+        begin = min(parts) if newest is None else newest + 1
+        report.sealed = max(0, max(parts) - begin + 1 - (len(parts) - len(report.late)))
         return report
+
+    def _publish(self, definition: ObjectDef, folder: str, first: int, last: int, parts: dict[int, int],
+                 facts: dict[int, tuple[tuple[str, ...], ...]], seconds: float) -> None:
+        """Publish the parts a batch wrote into ``folder`` (for parts ``first .. last``; ``parts``: their rows),
+        advance the stream, and ask for a repair of the view parts that read late ones."""
+        now = time.time()
+        state = self.catalog.state(definition.name)
+        actions: list[Action] = []
+        for s, n in sorted(parts.items()):
+            slice_text = Slice(folder, s, first, last).text
+            actions.append(Part(definition.key, arrived(state.parts.get(s), s, n, slice_text, state.newest, seconds,
+                                                        now, facts.get(s, ()))))
+        actions.append(Advance(definition.key, max(parts), now))
+        actions += self.repair_from(definition, min(parts))
+        self.catalog.commit(actions)
+
+    def _divert(self, definition: ObjectDef, folder: str, first: int, last: int, late: dict[int, int],
+                error: ErrorAt) -> int:
+        """Append a batch's rows later than ALLOWED LATENESS (``late``: rows per part) to the stream's divert table,
+        with their arrival time and why; the number of rows."""
+        state = self.catalog.state(definition.name)
+        assert state.late_into is not None and state.newest is not None and state.lateness is not None
+        table = self.catalog.get(state.late_into)
+        if table is None or table.kind != "table":
+            raise error(f"{plural(sum(late.values()), 'row')} {agreeing(sum(late.values()), 'is', 'are')} more than "
+                        f"ALLOWED LATENESS behind, and {definition.name} diverts such rows into {state.late_into}, "
+                        f"which no longer exists; nothing was written")
+        rows = self.store.read_slices(definition, [Wanted(Slice(folder, s, first, last), s) for s in sorted(late)])
+        reason = (f"more than ALLOWED LATENESS {state.lateness} PARTS behind the newest part "
+                  f"({format_part(state.newest, definition.length)})")
+        frame = rows.select(*[F.col(quote_name(f.name)) for f in definition.schema.fields],
+                            F.current_timestamp().alias("arrived"), F.lit(reason).alias("reason"))
+        diverted = self.append_table(table, frame, error)
+        self.catalog.commit([Diverted(definition.key, diverted)])
+        return diverted
 
     def repair_from(self, definition: ObjectDef, subscript: int) -> list[Action]:
         """The action asking for a late-data repair after a change to ``definition``'s parts from ``subscript``
@@ -140,13 +181,21 @@ class Ingester:
             raise error(f"{plural(nulls, 'row')} {agreeing(nulls, 'has', 'have')} a NULL timestamp in column "
                         f"{definition.timestamp_column}; nothing was written")
 
+    def too_late(self, definition: ObjectDef, parts: dict[int, int]) -> list[int]:
+        """The parts among ``parts`` more than ALLOWED LATENESS behind the stream's newest part."""
+        state = self.catalog.state(definition.name)
+        if state.lateness is None or state.newest is None:
+            return []
+        newest, lateness = state.newest, state.lateness
+        return sorted(s for s in parts if newest - s > lateness)
+
     def validate(self, definition: ObjectDef, parts: dict[int, int], error: ErrorAt) -> None:
         """Refuse rows (``parts``: how many for each part) that lateness, retention or the part limit forbid."""
         length = definition.length
         state = self.catalog.state(definition.name)
         newest, first = state.newest, state.first
-        if state.lateness is not None and newest is not None:    # late: for a part already sealed
-            too_late = sorted(s for s in parts if newest - s > state.lateness)
+        if newest is not None:    # late: for a part already sealed
+            too_late = self.too_late(definition, parts)
             if too_late:
                 late_rows = sum(parts[s] for s in too_late)
                 raise error(f"{plural(late_rows, 'row')} {agreeing(late_rows, 'is', 'are')} more than ALLOWED LATENESS "

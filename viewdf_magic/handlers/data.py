@@ -15,7 +15,7 @@ from ..errors import ViewDFError
 from ..storage.landing import Taken, UnreadablePath, fingerprint, sort_files
 from ..engine.conform import ErrorAt, bad_line, conform_by_position, read_file, target_fields, uncastable
 from ..engine.ingest import MAX_NEW_PARTS
-from ..wording import plural
+from ..wording import agreeing, plural
 from ..language import statements as st
 from ..language.queries import CompiledQuery, values_rows, written_span
 from ..storage.vacuum import vacuum as vacuum_folders
@@ -136,7 +136,8 @@ def _nothing_new(path: str, target: str, files: list[LoadedFile], taken: Taken) 
 
 
 def changed_stream(engine: Engine, change: st.Delete | st.Update) -> ObjectDef:
-    """The stream a DELETE or UPDATE changes; a view or a dimension table is refused, saying why."""
+    """The stream (or table no view reads) a DELETE or UPDATE changes; a view, or a table views read, is refused,
+    saying why."""
     name = change.target
     definition = engine.require(name.text, ("stream", "table", "view"), change, name)
     verb = "DELETE" if isinstance(change, st.Delete) else "UPDATE"
@@ -144,11 +145,12 @@ def changed_stream(engine: Engine, change: st.Delete | st.Update) -> ObjectDef:
         raise change.fragment.error(f"'{name.text}' is a view: its rows follow from the streams it reads "
                                     f"({', '.join(definition.sources)}); change those, and it is recomputed",
                                     name.start, name.end)
-    if definition.kind == "table":
+    readers = [d.name for d in engine.catalog.downstream(definition.name)[1:] if not d.owner]
+    if definition.kind == "table" and readers:
         raise change.fragment.error(
-            f"'{name.text}' is a dimension table: {verb} changes stream rows only. Views read a dimension table "
-            f"as it is when they compute a part, so a change to it would not reach parts computed before; "
-            f"INSERT adds rows to it, and DROP .. CASCADE then CREATE replaces it with the views that read it",
+            f"'{name.text}' is a dimension table that {', '.join(readers)} {agreeing(len(readers), 'reads', 'read')}: "
+            f"views read a table as it is when they compute a part, so a {verb} could not reach the parts computed "
+            f"before it. INSERT adds rows to it, and DROP .. CASCADE then CREATE replaces it with those views",
             name.start, name.end)
     if isinstance(change, st.Update):
         engine.corrector.check_assignments(definition, change)
@@ -156,8 +158,8 @@ def changed_stream(engine: Engine, change: st.Delete | st.Update) -> ObjectDef:
 
 
 def change(engine: Engine, statement: st.Delete | st.Update) -> Result:
-    """DELETE or UPDATE stream rows: the parts holding them are rewritten and the views' parts that read them
-    recomputed (engine/corrections.py)."""
+    """DELETE or UPDATE rows: a stream's parts holding them are rewritten and the views' parts that read them
+    recomputed; a table no view reads is rewritten (engine/corrections.py)."""
     definition = changed_stream(engine, statement)
     plan = engine.corrector.plan(definition, statement)
     if isinstance(statement, st.Update):

@@ -8,9 +8,9 @@ from dataclasses import replace
 from typing import Iterable
 
 from pyspark.errors import PySparkException
-from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import StringType, StructField, StructType, TimestampNTZType, TimestampType
 
-from ..catalog.actions import Create, Options
+from ..catalog.actions import Action, Create, Options
 from ..catalog.model import CATALOG_VIEW, ObjectDef
 from ..engine.query_views import plan_query_view
 from ..engine.conform import stream_schema_check
@@ -91,9 +91,11 @@ def create_stream(engine: Engine, statement: st.CreateStream) -> Result:
                            statement.fragment.text, time.time(), statement.partition_length,
                            timestamp_column=column, unique=_unique_columns(statement, schema))
     length = statement.partition_length
+    late_into, created = _divert_table(engine, statement, definition, statement.late_into)
     options = Options(definition.key, {"lateness": statement.lateness.parts(length) if statement.lateness else None,
-                                       "retain": statement.retain.parts(length) if statement.retain else None})
-    engine.catalog.commit([Create(definition), options])
+                                       "retain": statement.retain.parts(length) if statement.retain else None,
+                                       "late_into": late_into})
+    engine.catalog.commit([Create(definition), *created, options])
     return Result(statement, f"Created stream {definition.name} (PARTITION LENGTH "
                              f"{definition.partition_length}, TIMESTAMP {column}{_options_text(engine, definition)}).")
 
@@ -112,9 +114,39 @@ def _unique_columns(statement: st.CreateStream, schema: StructType) -> tuple[str
     return tuple(columns)
 
 
+DIVERT_COLUMNS = [StructField("arrived", TimestampType()), StructField("reason", StringType())]
+
+
+def _divert_table(engine: Engine, statement: st.CreateStream | st.Alter, stream: ObjectDef,
+                  name: st.Name | None) -> tuple[str | None, list[Action]]:
+    """The table ON LATE DIVERT INTO names (None without one) and the action creating it when it does not exist:
+    the stream's columns, then ``arrived`` and ``reason``. An existing table must have those columns."""
+    if name is None:
+        return None, []
+    schema = StructType(stream.schema.fields + DIVERT_COLUMNS)
+    existing = engine.catalog.get(name.text)
+    if name.key == stream.key:
+        raise statement.fragment.error(f"{stream.name} cannot divert its late rows into itself", name.start, name.end)
+    if existing is None:
+        _check_new_name(engine, statement, name)
+        table = ObjectDef("table", name.text, uuid.uuid4().hex[:12], schema.json(),
+                          f"-- rows later than ALLOWED LATENESS of {stream.name}", time.time())
+        return table.name, [Create(table)]
+    if existing.kind != "table":
+        raise statement.fragment.error(f"'{name.text}' is a {existing.kind}; ON LATE DIVERT INTO needs a table",
+                                       name.start, name.end)
+    wanted = [(f.name.lower(), f.dataType) for f in schema.fields]
+    if [(f.name.lower(), f.dataType) for f in existing.schema.fields] != wanted:
+        columns = ", ".join(f"{f.name} {f.dataType.simpleString().upper()}" for f in schema.fields)
+        raise statement.fragment.error(f"table {existing.name} cannot take {stream.name}'s late rows: it needs the "
+                                       f"columns ({columns})", name.start, name.end)
+    return existing.name, []
+
+
 def _options_text(engine: Engine, definition: ObjectDef) -> str:
     state = engine.catalog.state(definition.name)
     text = f", ALLOWED LATENESS {state.lateness} PARTS" if state.lateness is not None else ""
+    text += f" ON LATE DIVERT INTO {state.late_into}" if state.late_into is not None else ""
     text += f", {definition.unique_clause}" if definition.unique else ""
     return text + (f", RETAIN {state.retain} PARTS" if state.retain is not None else "")
 
@@ -122,7 +154,11 @@ def _options_text(engine: Engine, definition: ObjectDef) -> str:
 def alter(engine: Engine, statement: st.Alter) -> Result:
     definition = engine.require(statement.name.text, (statement.kind.lower(),), statement, statement.name)
     value = statement.extent.parts(definition.length) if statement.extent is not None else None
-    engine.catalog.commit([Options(definition.key, {statement.option: value})])
+    values: dict[str, int | str | None] = {statement.option: value}
+    created: list[Action] = []
+    if statement.option == "lateness":      # its ON LATE goes with it (RESET: refused again)
+        values["late_into"], created = _divert_table(engine, statement, definition, statement.late_into)
+    engine.catalog.commit([*created, Options(definition.key, values)])
     steps, seconds = timed(engine.maintain)
     return Result(statement, f"{definition.name}: {_options_text(engine, definition).lstrip(', ') or 'no bounds'}."
                   + engine.maintenance_note(), steps=steps, maintenance_seconds=seconds)

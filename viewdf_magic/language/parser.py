@@ -242,6 +242,7 @@ def _create_stream(cursor: _Cursor, name: Name, creation: Creation) -> CreateStr
     timestamp = None
     length = None
     lateness = retain = None
+    late_into = None
     unique: tuple[Name, ...] = ()
     while cursor.peek() is not None:
         if cursor.accept("TIMESTAMP"):
@@ -250,6 +251,7 @@ def _create_stream(cursor: _Cursor, name: Name, creation: Creation) -> CreateStr
             length, _ = cursor.duration("PARTITION LENGTH")
         elif cursor.accept("ALLOWED", "LATENESS"):
             lateness = cursor.extent("ALLOWED LATENESS")
+            late_into = _on_late(cursor)
         elif cursor.accept("RETAIN"):
             retain = _retain(cursor)
         elif cursor.accept("UNIQUE"):
@@ -260,7 +262,21 @@ def _create_stream(cursor: _Cursor, name: Name, creation: Creation) -> CreateStr
                                choices=("TIMESTAMP", "PARTITION", "ALLOWED", "RETAIN", "UNIQUE"))
     if length is None:
         raise cursor.fragment.error("a stream needs a PARTITION LENGTH (in seconds)", name.start, name.end)
-    return CreateStream(cursor.fragment, name, columns, timestamp, length, lateness, retain, unique, creation)
+    return CreateStream(cursor.fragment, name, columns, timestamp, length, lateness, retain, unique, creation, late_into)
+
+
+def _on_late(cursor: _Cursor) -> Name | None:
+    """After ALLOWED LATENESS: ``ON LATE REJECT`` (the default: a batch with such rows is refused) or ``ON LATE
+    DIVERT INTO t`` (they go to table t, the rest of the batch is taken); the table, or None."""
+    if not cursor.accept("ON", "LATE"):
+        return None
+    if cursor.accept("REJECT"):
+        return None
+    if not cursor.accept("DIVERT"):
+        raise cursor.error("expected REJECT or DIVERT INTO <table> after ON LATE", choices=("REJECT", "DIVERT"))
+    cursor.expect("INTO")
+    cursor.accept("TABLE")
+    return cursor.name("a table name")
 
 
 def _unique(cursor: _Cursor) -> tuple[Name, ...]:
@@ -299,12 +315,13 @@ def _alter(cursor: _Cursor) -> Alter:
         if kind != "STREAM":
             raise cursor.error("ALLOWED LATENESS is set on a stream")
         extent, option = cursor.extent("ALLOWED LATENESS"), "lateness"
+        late_into = _on_late(cursor)
     elif cursor.accept("RETAIN"):
-        extent, option = _retain(cursor), "retain"
+        extent, option, late_into = _retain(cursor), "retain", None
     else:
         raise cursor.error("expected ALLOWED LATENESS or RETAIN after SET")
     cursor.done()
-    return Alter(cursor.fragment, kind, name, option, extent)
+    return Alter(cursor.fragment, kind, name, option, extent, late_into)
 
 
 def _create_table(cursor: _Cursor, name: Name, creation: Creation) -> Statement:

@@ -67,16 +67,19 @@ class CreateStream(Statement):
     retain: Extent | None = None     # RETAIN: older parts are dropped (None: kept)
     unique: tuple[Name, ...] = ()    # UNIQUE (..) PER PART: no two rows of a part share these values
     creation: Creation = Creation()
+    late_into: Name | None = None    # ON LATE DIVERT INTO t: rows later than allowed go to table t (None: refused)
 
 
 @dataclass(frozen=True)
 class Alter(Statement):
-    """``ALTER STREAM|VIEW x SET ALLOWED LATENESS e | SET RETAIN e | RESET ALLOWED LATENESS | RESET RETAIN``."""
+    """``ALTER STREAM|VIEW x SET ALLOWED LATENESS e [ON LATE ..] | SET RETAIN e | RESET ALLOWED LATENESS |
+    RESET RETAIN``."""
 
     kind: str                    # STREAM or VIEW
     name: Name
     option: str                  # lateness or retain
     extent: Extent | None        # None: RESET (no bound)
+    late_into: Name | None = None    # ALLOWED LATENESS e ON LATE DIVERT INTO t
 
 
 @dataclass(frozen=True)
