@@ -247,8 +247,10 @@ def test_plot_draws_the_timings_and_saves(tmp_path):
                             "part_timestamp": MINUTES[:3], "rows": [1, 1, 1],
                             "incremental_seconds": [0.5, 0.25, 0.25], "incremental_parts_read": [1, 2, 2],
                             "naive_seconds": [0.5, 1.0, 1.5], "naive_parts_read": [1, 2, 3],
-                            "equal": [True, True, True]}, columns=TIMING_COLUMNS)
+                            "equal": [True, True, True], "late_rows": [0, 2, 0]}, columns=TIMING_COLUMNS)
     plot = TimingPlot(timings)
+    assert plot.late_batches == [1]
+    assert [p.get_label() for p in plot.axes[0].patches] == ["batch with late rows"]
     assert plot.series() == {
         ("seconds per batch", "V incremental"): ([0, 1, 2], [0.5, 0.25, 0.25]),
         ("seconds per batch", "V naive"): ([0, 1, 2], [0.5, 1.0, 1.5]),
@@ -276,6 +278,19 @@ def test_the_replay_plot_follows_its_timings(network):
     assert series[("cumulative seconds", "Totals naive")] == ([0, 1], list(timings["naive_seconds"].cumsum()))
     assert series[("parts read per batch", "Totals incremental")] == ([0, 1], [1.0, 2.0])
     assert series[("parts read per batch", "Totals naive")] == ([0, 1], [1.0, 2.0])
+
+
+def test_the_replay_marks_the_batches_that_carried_late_rows(network):
+    """Two batches replayed, then a row of 10:03 arrives from elsewhere: the replay's batch of 10:02 is behind it
+    and that of 10:03 goes into an existing part, so both carry late rows."""
+    replay = Replay(network, "M", STREAM, views=["Totals"], speed=100)
+    replay.play(until=2)
+    assert replay.wait(300)
+    network.ingest("M", loss_rows("2015-01-01 10:03", [3], src="10.0.0.9", dest="10.0.0.8"))
+    replay.play()
+    assert replay.wait(300)
+    assert list(replay.timings["late_rows"]) == [0, 0, 2, 2]
+    assert replay.plot.late_batches == [2, 3]
 
 
 def viewdf_shell(spark, warehouse) -> InteractiveShell:

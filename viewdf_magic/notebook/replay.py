@@ -133,7 +133,8 @@ class Replay:
     @property
     def timings(self) -> pd.DataFrame:
         """One row per batch and view that computed a view part: the view part, its rows, the
-        incremental and naive seconds and the parts each read, and whether they were equal."""
+        incremental and naive seconds and the parts each read, whether they were equal, and the batch's late
+        rows (into parts the stream had already: the plot marks such batches)."""
         return pd.DataFrame(list(self._rows), columns=TIMING_COLUMNS)
 
     def _start(self, target: int) -> None:
@@ -177,15 +178,16 @@ class Replay:
         report = self.warehouse.ingest(self.stream, self.batches.frame(index))
         self.position += 1
         for view in self.views:
-            row = self._measure(index, view, report.steps)
+            row = self._measure(index, view, report.steps, report.late_rows)
             if row is not None:
                 self._rows.append(row)
         if report.failures:
             self.error = "; ".join(report.failures)
         self._show()
 
-    def _measure(self, batch: int, view: ObjectDef, steps: list[StepReport]) -> dict | None:
-        """Time and check the parts of ``view`` that a batch's ``steps`` computed."""
+    def _measure(self, batch: int, view: ObjectDef, steps: list[StepReport], late_rows: int) -> dict | None:
+        """Time and check the parts of ``view`` that a batch's ``steps`` computed (``late_rows``: the batch's rows
+        into parts the stream had already, whose repairs are among the steps)."""
         own = [s for s in steps if s.view == view.name]
         if not own:
             return None
@@ -198,7 +200,7 @@ class Replay:
                "part_timestamp": own[-1].part_timestamp, "rows": own[-1].rows,
                "incremental_seconds": sum(s.seconds for s in jobs),
                "incremental_parts_read": sum(parts_read(s.lineage) for s in own + helpers),
-               "naive_seconds": None, "naive_parts_read": None, "equal": None}
+               "naive_seconds": None, "naive_parts_read": None, "equal": None, "late_rows": late_rows}
         if self.naive:
             row.update(naive_seconds=0.0, naive_parts_read=0, equal=True)
             for step in own:            # as VERIFY VIEW does: FLOAT/DOUBLE within its default tolerance

@@ -18,7 +18,8 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 TIMING_COLUMNS = ["batch", "view", "part", "part_timestamp", "rows", "incremental_seconds",
-                  "incremental_parts_read", "naive_seconds", "naive_parts_read", "equal"]
+                  "incremental_parts_read", "naive_seconds", "naive_parts_read", "equal", "late_rows"]
+LATE_MARK = "batch with late rows"
 METHODS = ("incremental", "naive")
 PANELS = (("seconds per batch", "{}_seconds", False), ("cumulative seconds", "{}_seconds", True),
           ("parts read per batch", "{}_parts_read", False))
@@ -42,7 +43,8 @@ def _ipympl_canvas(figure: Figure) -> widgets.DOMWidget | None:
 
 class TimingPlot:
     """Three panels over the batch index: seconds per batch, cumulative seconds and parts read,
-    one line per view and method (incremental, naive)."""
+    one line per view and method (incremental, naive); a shaded band marks each batch that carried late
+    rows (its repairs are in its seconds)."""
 
     def __init__(self, timings: pd.DataFrame | None = None) -> None:
         self.figure = Figure(figsize=(8, 6.5), layout="constrained")
@@ -51,14 +53,19 @@ class TimingPlot:
         canvas = _ipympl_canvas(self.figure)
         self._image = None if canvas is not None else widgets.Image(format="png")
         self.widget: widgets.DOMWidget = canvas if canvas is not None else self._image
+        self.late_batches: list[int] = []       # the batches marked as carrying late rows
         self.update(empty_timings() if timings is None else timings)
 
     def update(self, timings: pd.DataFrame) -> None:
         """Redraw from ``timings`` (columns as in ``TIMING_COLUMNS``)."""
         with self._lock:
+            late = timings["late_rows"].fillna(0).astype(int) > 0 if "late_rows" in timings else None
+            self.late_batches = [] if late is None else sorted(set(timings.loc[late, "batch"].astype(int)))
             for axis, (title, column, cumulative) in zip(self.axes, PANELS):
                 axis.clear()
                 axis.set_title(title, fontsize=10, loc="left")
+                for k, batch in enumerate(self.late_batches):
+                    axis.axvspan(batch - 0.4, batch + 0.4, color="0.85", zorder=0, label=LATE_MARK if k == 0 else None)
                 for color, (view, rows) in enumerate(timings.groupby("view", sort=False)):
                     for method in METHODS:
                         values = rows[column.format(method)].astype(float)
@@ -67,7 +74,7 @@ class TimingPlot:
                         axis.plot(rows["batch"].astype(int), values.cumsum() if cumulative else values,
                                   marker="o", markersize=3, label=f"{view} {method}", color=f"C{color}",
                                   linestyle="-" if method == "incremental" else "--")
-                if axis.lines:
+                if axis.lines or axis.patches:
                     axis.legend(fontsize=8, loc="upper left")
             self.axes[-1].set_xlabel("batch")
             if self._image is None:
