@@ -72,6 +72,29 @@ LATENESS_COLUMNS = ["stream", "parts", "rows", "on_time_rows", "late_rows", "lat
                     "unchanged", "repair_seconds"]
 
 
+def arrivals_table(catalog: Catalog, stream: ObjectDef) -> pd.DataFrame:
+    """One row per arrival of rows into a part of ``stream``, in arrival order: ``arrived`` (UTC), ``part``,
+    ``rows`` and ``parts_behind`` (how far behind the newest part it was, 0: into the newest part itself;
+    None: on time, into a new part)."""
+    rows = [{"arrived": pd.Timestamp(arrived, unit="s"), "part": subscript, "rows": n, "parts_behind": behind}
+            for subscript, part in catalog.state(stream.name).parts.items()
+            for arrived, n, behind in zip(part.arrivals, *part.arrival_counts())]
+    return pd.DataFrame(rows, columns=["arrived", "part", "rows", "parts_behind"]).sort_values(
+        ["arrived", "part"], ignore_index=True)
+
+
+def repairs_table(catalog: Catalog, stream: ObjectDef) -> pd.DataFrame:
+    """Per view reading ``stream`` (directly or through views), by name: its parts recomputed after late data
+    or a change, how many of those changed, and the seconds the recomputations took."""
+    views = sorted((v for v in catalog.downstream(stream.name) if v.kind == "view"), key=lambda v: v.name.lower())
+    rows = []
+    for view in views:
+        parts = catalog.state(view.name).parts.values()
+        rows.append({"view": view.name, "recomputed": sum(p.repairs for p in parts),
+                     "changed": sum(p.repairs_changed for p in parts), "seconds": sum(p.repair_seconds for p in parts)})
+    return pd.DataFrame(rows, columns=["view", "recomputed", "changed", "seconds"]).astype({"seconds": "float64"})
+
+
 def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.DataFrame:
     """SHOW LATENESS: per stream (or for ``stream``), its rows on time and late, the late rows by how many
     parts they were behind the stream's newest part when they arrived (0: into the newest part itself), and
@@ -82,28 +105,18 @@ def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.Data
     rows = []
     for d in streams:
         state = catalog.state(d.name)
-        parts = state.parts.values()
-        behind: dict[int, int] = {}
-        on_time = 0
-        for part in parts:
-            counts, lateness = part.arrival_counts()
-            for n, late in zip(counts, lateness):
-                if late is None:
-                    on_time += n
-                else:
-                    behind[late] = behind.get(late, 0) + n
-        views = sorted((v for v in catalog.downstream(d.name) if v.kind == "view"), key=lambda v: v.name.lower())
-        view_parts = [p for v in views for p in catalog.state(v.name).parts.values()]
-        recomputed = sum(p.repairs for p in view_parts)
-        changed = sum(p.repairs_changed for p in view_parts)
-        rows.append({"stream": d.name, "parts": len(parts), "rows": sum(p.rows for p in parts),
-                     "on_time_rows": on_time, "late_rows": sum(behind.values()),
-                     "late_arrivals": sum(1 for p in parts for late in p.arrival_counts()[1] if late is not None),
+        arrivals, repairs = arrivals_table(catalog, d), repairs_table(catalog, d)
+        late = arrivals[arrivals["parts_behind"].notna()]
+        behind = {int(k): int(n) for k, n in late.groupby("parts_behind")["rows"].sum().items()}
+        recomputed, changed = int(repairs["recomputed"].sum()), int(repairs["changed"].sum())
+        rows.append({"stream": d.name, "parts": len(state.parts), "rows": sum(p.rows for p in state.parts.values()),
+                     "on_time_rows": int(arrivals["rows"].sum()) - int(late["rows"].sum()),
+                     "late_rows": sum(behind.values()), "late_arrivals": len(late),
                      "late_rows_by_parts_behind": dict(sorted(behind.items())),
                      "most_parts_behind": max(behind, default=None), "diverted_rows": state.diverted_rows,
-                     "diverted_into": state.late_into, "views": ", ".join(v.name for v in views),
+                     "diverted_into": state.late_into, "views": ", ".join(repairs["view"]),
                      "view_parts_recomputed": recomputed, "changed": changed, "unchanged": recomputed - changed,
-                     "repair_seconds": sum(p.repair_seconds for p in view_parts)})
+                     "repair_seconds": float(repairs["seconds"].sum())})
     return pd.DataFrame(rows, columns=LATENESS_COLUMNS).astype({"repair_seconds": "float64"})
 
 

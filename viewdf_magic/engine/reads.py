@@ -17,6 +17,7 @@ from ..language.statements import CreateViewDF
 from ..language.tokens import quote_name
 from ..maintainer.maintainer import Maintainer
 from ..timeparts import subscript_sql
+from . import catalog_tables
 from .conform import conform_by_name, read_file, to_frame
 
 # Rows a replay can take: a file path, or a pandas or Spark DataFrame.
@@ -40,6 +41,20 @@ class Reads:
     def partitioned(self) -> list[ObjectDef]:
         """Every stream and view (the objects stored in parts)."""
         return [d for d in self._catalog.objects.values() if d.partitioned]
+
+    def arrivals(self, stream: str) -> pd.DataFrame:
+        """Each arrival of rows into a part of ``stream`` (``catalog_tables.arrivals_table``)."""
+        return catalog_tables.arrivals_table(self._catalog, self._require_stream(stream))
+
+    def repairs(self, stream: str) -> pd.DataFrame:
+        """The recomputations of the parts of the views reading ``stream`` (``catalog_tables.repairs_table``)."""
+        return catalog_tables.repairs_table(self._catalog, self._require_stream(stream))
+
+    def _require_stream(self, name: str) -> ObjectDef:
+        definition = self._catalog.get(name)
+        if definition is None or definition.kind != "stream":
+            raise ViewDFError(f"no stream named '{name}'")
+        return definition
 
     def downstream(self, name: str) -> list[ObjectDef]:
         """``name`` and every view that reads it, directly or through other views."""

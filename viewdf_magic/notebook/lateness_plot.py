@@ -6,38 +6,10 @@ from __future__ import annotations
 
 import io
 
-import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..warehouse import Warehouse
-
-
-def late_arrivals(warehouse: Warehouse, stream: str) -> pd.DataFrame:
-    """One row per arrival of late rows into a part of ``stream``: ``arrived`` (UTC), ``part``, ``rows`` and
-    ``parts_behind`` (how far behind the newest part it was; 0: into the newest part itself)."""
-    rows = []
-    for subscript, part in sorted(warehouse.reads.state(stream).parts.items()):
-        counts, lateness = part.arrival_counts()
-        for arrived, n, behind in zip(part.arrivals, counts, lateness):
-            if behind is not None:
-                rows.append({"arrived": pd.Timestamp(arrived, unit="s"), "part": subscript, "rows": n,
-                             "parts_behind": behind})
-    return pd.DataFrame(rows, columns=["arrived", "part", "rows", "parts_behind"]).sort_values("arrived",
-                                                                                              ignore_index=True)
-
-
-def repair_seconds(warehouse: Warehouse, stream: str) -> pd.DataFrame:
-    """Per view reading ``stream`` (directly or through views): its parts recomputed after late data, how many
-    of those changed, and the seconds the recomputations took."""
-    rows = []
-    for view in sorted(warehouse.reads.downstream(stream), key=lambda d: d.name.lower(), reverse=True):
-        if view.kind == "view":      # listed bottom to top: the first name alphabetically on top
-            parts = warehouse.reads.state(view.name).parts.values()
-            rows.append({"view": view.name, "recomputed": sum(p.repairs for p in parts),
-                         "changed": sum(p.repairs_changed for p in parts),
-                         "seconds": sum(p.repair_seconds for p in parts)})
-    return pd.DataFrame(rows, columns=["view", "recomputed", "changed", "seconds"])
 
 
 class LatenessFigure(Figure):
@@ -52,7 +24,9 @@ class LatenessFigure(Figure):
 def lateness_figure(warehouse: Warehouse, stream: str) -> Figure:
     """Two panels: late arrivals (parts behind against arrival time, each dot's area its rows), and each
     view's repair seconds, labelled with its parts recomputed and changed."""
-    arrivals, repairs = late_arrivals(warehouse, stream), repair_seconds(warehouse, stream)
+    arrivals = warehouse.reads.arrivals(stream)
+    arrivals = arrivals[arrivals["parts_behind"].notna()]
+    repairs = warehouse.reads.repairs(stream).iloc[::-1]      # listed bottom to top: the first name on top
     figure = LatenessFigure(figsize=(10, 3.4))
     left, right = figure.subplots(1, 2)
     if len(arrivals):
