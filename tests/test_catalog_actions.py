@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql.types import IntegerType, StructField, StructType, TimestampType
 
 from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropParts, InvalidAction, Loaded, Options,
-                                          Diverted, Part, Setting, SinkBatch, TableData, Vacuumed, Verified, read_action)
+                                          Part, Setting, SinkBatch, TableData, Vacuumed, TooLate, Verified, read_action)
 from viewdf_magic.catalog.catalog import LOG, Catalog
 from viewdf_magic.catalog.local_fs import LocalFileSystem
 from viewdf_magic.catalog.model import LineageRange, LoadedFile, ObjectDef, ObjectState, PartMeta
@@ -31,7 +31,7 @@ EXAMPLES = [Create(STREAM), Drop("s", 5.0), Drop("s"), Part("v", meta(7, "data/v
             Options("s", {"lateness": 2}), Options("s", {"lateness": None, "retain": 5}), DropParts("v", 3, 6.0),
             DropParts("v", 3), Setting("maintenance", "manual"), Setting("maintenance", None),
             Vacuumed(("data/a", "data/b")), TableData("t", ("data/t0001/x",), 12, 7.0),
-            TableData("t", ("data/t0001/y",), 3, 8.0, replace=True), Diverted("s", 2),
+            TableData("t", ("data/t0001/y",), 3, 8.0, replace=True), TooLate("s", 2, True), TooLate("s", 1, False),
             Loaded("s", (LoadedFile("file:/in/a.csv", 49, 3.5, "ab" * 32, 8.0),
                          LoadedFile("file:/in/b.csv", 0, 3.0, "cd" * 32, 8.0))), SinkBatch("s", "events", 4)]
 

@@ -130,7 +130,7 @@ def test_show_lateness_counts_late_rows_by_parts_behind_and_the_repairs_they_cos
     # the late row into 10:03 (three parts behind 10:06) recomputed Helper[3..6] and View2[3..5] (the test above)
     assert first.loc[0, ["view_parts_recomputed", "changed", "unchanged"]].tolist() == [7, 6, 1]
     reports += [warehouse.ingest("M", batch(minutes, [30 - k for k in range(len(minutes))])) for minutes in batches[2:]]
-    with pytest.raises(ViewDFError):      # refused rows are not counted: a refused batch writes nothing
+    with pytest.raises(ViewDFError):      # a batch refused for a NULL timestamp is not lateness: not counted
         warehouse.ingest("M", batch([0.5], [1]).assign(ts=[pd.NaT]))
     shown = warehouse.execute("SHOW LATENESS FOR M")
     on_time, behind = expected_lateness(batches)
@@ -139,6 +139,7 @@ def test_show_lateness_counts_late_rows_by_parts_behind_and_the_repairs_they_cos
     assert (row["stream"], row["rows"], row["on_time_rows"], row["late_rows"]) == ("M", 13, on_time, sum(behind.values()))
     assert row["late_rows_by_parts_behind"] == dict(sorted(behind.items())) and row["most_parts_behind"] == 6
     assert row["late_arrivals"] == 5 and row["parts"] == 8 and row["views"] == "Helper, View2"
+    assert (row["refused_rows"], row["diverted_rows"], row["diverted_into"]) == (0, 0, None)
     repaired = [step for report in reports if report.repair for step in report.repair.steps]
     assert row["view_parts_recomputed"] == len(repaired)
     assert row["changed"] == sum(step.repair == "changed" for step in repaired)
@@ -171,7 +172,9 @@ def test_allowed_lateness_refuses_older_rows_and_writes_nothing(warehouse):
     assert "1 row is more than ALLOWED LATENESS 2 PARTS behind the newest part of M" in message
     assert "2015-01-01 10:05:00" in message and "Nothing was written" in message
     assert caught.value.position is not None
-    assert warehouse.catalog.version == version
+    # no row was written; the refusal is counted (one log entry after the batch's own was undone)
+    assert warehouse.catalog.version == version + 1 and warehouse.parts("M")["rows"].sum() == 2
+    assert warehouse.execute("SHOW LATENESS FOR M").loc[0, ["refused_rows", "diverted_rows"]].tolist() == [1, 0]
     warehouse.execute("INSERT INTO M VALUES (TIMESTAMP '2015-01-01 10:03:10', 'a', 'b', 7)")   # 2 parts late
     total = warehouse.execute("SELECT total FROM Total WHERE PART_TIMESTAMP = '2015-01-01 10:04:00'")
     assert list(total["total"]) == [7]

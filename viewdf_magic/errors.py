@@ -69,3 +69,13 @@ class ViewDFError(Exception):
 class Interrupted(ViewDFError):
     """A statement stopped by the user (Ctrl-C, Jupyter's Interrupt kernel): its Spark jobs were
     cancelled and the message names the parts it had published, which stay."""
+
+
+class RowsRefused(ViewDFError):
+    """A batch was refused because ``rows`` of its rows were later than ALLOWED LATENESS of ``stream`` (its
+    key): the engine counts them once the batch's own writes are undone."""
+
+    def __init__(self, error: ViewDFError, stream: str, rows: int) -> None:
+        super().__init__(error.message, text=error.text, position=error.position, end=error.end,
+                         first_line=error.first_line)
+        self.stream, self.rows = stream, rows

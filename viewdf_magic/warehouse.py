@@ -106,7 +106,8 @@ class Warehouse:
             frame = to_frame(engine.spark, data)
             if frame.columns:   # errors have no statement text to point into
                 frame = conform_by_name(frame, definition.schema, ViewDFError)
-            report = engine.ingester.append_stream(definition, frame, ViewDFError)
+            with engine.refusals_counted():
+                report = engine.ingester.append_stream(definition, frame, ViewDFError)
             engine.maintain_after(report)
             report.failures = [str(f) for f in engine.maintainer.failures]
             for failure in report.failures:   # statements report failures in their message instead

@@ -361,23 +361,26 @@ class SinkBatch(Action):
 
 
 @dataclass(frozen=True)
-class Diverted(Action):
-    """``rows`` rows of a batch were later than ALLOWED LATENESS and went to the stream's divert table."""
+class TooLate(Action):
+    """``rows`` rows of a batch were later than ALLOWED LATENESS: they went to the stream's divert table
+    (``diverted``), or the batch was refused."""
 
-    op = "diverted"
+    op = "too_late"
     name: str
     rows: int
+    diverted: bool
 
     def apply(self, state: CatalogState, version: int) -> Undo:
         target = _state(state, self.name)
-        undo = _undo_fields(target, "diverted_rows")
-        target.diverted_rows += self.rows
+        counter = "diverted_rows" if self.diverted else "refused_rows"
+        undo = _undo_fields(target, counter)
+        setattr(target, counter, getattr(target, counter) + self.rows)
         return undo
 
 
 KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
                                   (Create, Drop, Part, Advance, Verified, Options, DropParts, Setting, Vacuumed,
-                                   TableData, Loaded, SinkBatch, Diverted)}
+                                   TableData, Loaded, SinkBatch, TooLate)}
 
 
 def read_action(data: dict[str, Any]) -> Action:

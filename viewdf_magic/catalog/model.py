@@ -242,6 +242,7 @@ class ObjectState:
     sink_batches: dict[str, int] = field(default_factory=dict)        # streams: per sink, its newest batch id
     late_into: str | None = None        # streams: the table rows later than ALLOWED LATENESS go to (None: refused)
     diverted_rows: int = 0              # streams: rows that went there
+    refused_rows: int = 0               # streams: rows ALLOWED LATENESS refused (their batches wrote nothing)
 
     def oldest_part(self) -> int | None:
         """The oldest subscript with an entry in ``parts``."""
@@ -257,7 +258,8 @@ class ObjectState:
                 "table_folders": self.table_folders, "table_rows": self.table_rows,
                 "table_updated": self.table_updated, "lateness": self.lateness, "retain": self.retain,
                 "dropped_before": self.dropped_before, "loaded": [f.to_json() for f in self.loaded.values()],
-                "sink_batches": self.sink_batches, "late_into": self.late_into, "diverted_rows": self.diverted_rows}
+                "sink_batches": self.sink_batches, "late_into": self.late_into, "diverted_rows": self.diverted_rows,
+                "refused_rows": self.refused_rows}
 
     @staticmethod
     def from_json(data: dict) -> "ObjectState":
@@ -266,7 +268,8 @@ class ObjectState:
                            list(data["table_folders"]), data["table_rows"], data["table_updated"],
                            data.get("lateness"), data.get("retain"), data.get("dropped_before"),
                            {f["path"]: LoadedFile.from_json(f) for f in data.get("loaded", [])},
-                           dict(data.get("sink_batches", {})), data.get("late_into"), data.get("diverted_rows", 0))
+                           dict(data.get("sink_batches", {})), data.get("late_into"), data.get("diverted_rows", 0),
+                           data.get("refused_rows", 0))
 
 
 CATALOG_DEFINITION = ObjectDef("table", CATALOG_VIEW, "catalog", StructType([]).json(), "", 0.0)

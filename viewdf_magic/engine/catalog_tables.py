@@ -68,8 +68,8 @@ def streams_table(catalog: Catalog) -> pd.DataFrame:
 
 
 LATENESS_COLUMNS = ["stream", "parts", "rows", "on_time_rows", "late_rows", "late_arrivals", "late_rows_by_parts_behind",
-                    "most_parts_behind", "diverted_rows", "diverted_into", "views", "view_parts_recomputed", "changed",
-                    "unchanged", "repair_seconds"]
+                    "most_parts_behind", "refused_rows", "diverted_rows", "diverted_into", "views",
+                    "view_parts_recomputed", "changed", "unchanged", "repair_seconds"]
 
 
 def arrivals_table(catalog: Catalog, stream: ObjectDef) -> pd.DataFrame:
@@ -99,8 +99,8 @@ def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.Data
     """SHOW LATENESS: per stream (or for ``stream``), its rows on time and late, the late rows by how many
     parts they were behind the stream's newest part when they arrived (0: into the newest part itself), and
     the recomputations of the parts of the views that read it (directly or through views), changed or not,
-    with their seconds; the rows later than ALLOWED LATENESS that went to the stream's divert table (ON LATE
-    DIVERT INTO). Rows refused by ALLOWED LATENESS are not counted: a refused batch writes nothing."""
+    with their seconds; the rows later than ALLOWED LATENESS that were refused (their batches wrote nothing)
+    or went to the stream's divert table (ON LATE DIVERT INTO)."""
     streams = [stream] if stream else [d for d in catalog.objects.values() if d.kind == "stream"]
     rows = []
     for d in streams:
@@ -113,7 +113,8 @@ def lateness_table(catalog: Catalog, stream: ObjectDef | None = None) -> pd.Data
                      "on_time_rows": int(arrivals["rows"].sum()) - int(late["rows"].sum()),
                      "late_rows": sum(behind.values()), "late_arrivals": len(late),
                      "late_rows_by_parts_behind": dict(sorted(behind.items())),
-                     "most_parts_behind": max(behind, default=None), "diverted_rows": state.diverted_rows,
+                     "most_parts_behind": max(behind, default=None), "refused_rows": state.refused_rows,
+                     "diverted_rows": state.diverted_rows,
                      "diverted_into": state.late_into, "views": ", ".join(repairs["view"]),
                      "view_parts_recomputed": recomputed, "changed": changed, "unchanged": recomputed - changed,
                      "repair_seconds": float(repairs["seconds"].sum())})

@@ -11,7 +11,7 @@ from typing import Iterator
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
-from ..catalog.actions import Drop, Setting, SinkBatch
+from ..catalog.actions import Drop, Setting, SinkBatch, TooLate
 from ..catalog.catalog import Catalog
 from ..catalog.backends import open_filesystem
 from ..catalog.lock import WriterLock
@@ -19,7 +19,7 @@ from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from . import catalog_tables
 from .corrections import ChangeReport, Corrector
 from .ingest import Ingester, IngestReport
-from ..errors import Interrupted, ViewDFError
+from ..errors import Interrupted, RowsRefused, ViewDFError
 from ..wording import agreeing, named_spans, plural
 from ..language import statements as st
 from ..language.parser import VACUUM_RETAIN_SECONDS
@@ -204,11 +204,22 @@ class Engine:
                               f"it took ({newest}), which a replay never is: a query with a new checkpoint starts "
                               f"again at 0. Give it its own name: sink('{definition.name}', name='...'); nothing "
                               f"was written")
-        with self.catalog.transaction():
+        with self.refusals_counted(), self.catalog.transaction():
             report = self.ingester.append_stream(definition, frame, ViewDFError)
             self.catalog.commit([SinkBatch(definition.key, sink, batch_id)])
         self.maintain_after(report)
         return report
+
+    @contextmanager
+    def refusals_counted(self) -> Iterator[None]:
+        """Run a batch's ingest (and its transaction, inside this block); when ALLOWED LATENESS refuses it, the
+        refused rows are counted in the catalog (SHOW LATENESS) once the batch's own writes are undone, and
+        the error goes on."""
+        try:
+            yield
+        except RowsRefused as refused:
+            self.catalog.commit([TooLate(refused.stream, refused.rows, diverted=False)])
+            raise
 
     def maintain_after(self, report: IngestReport | ChangeReport) -> float:
         """Maintain after ``report``'s batch was published (``maintain``), recording on it the steps and the

@@ -11,9 +11,10 @@ from typing import Callable
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..catalog.actions import Action, Advance, Create, Diverted, Part, TableData
+from ..catalog.actions import Action, Advance, Create, Part, TableData, TooLate
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef, PartMeta, Slice
+from ..errors import RowsRefused
 from ..language.statements import ClauseKind
 from ..language.tokens import quote_name
 from ..maintainer.maintainer import StepReport
@@ -162,7 +163,7 @@ class Ingester:
         frame = rows.select(*[F.col(quote_name(f.name)) for f in definition.schema.fields],
                             F.current_timestamp().alias("arrived"), F.lit(reason).alias("reason"))
         diverted = self.append_table(table, frame, error)
-        self.catalog.commit([Diverted(definition.key, diverted)])
+        self.catalog.commit([TooLate(definition.key, diverted, diverted=True)])
         return diverted
 
     def repair_from(self, definition: ObjectDef, subscript: int) -> list[Action]:
@@ -198,10 +199,11 @@ class Ingester:
             too_late = self.too_late(definition, parts)
             if too_late:
                 late_rows = sum(parts[s] for s in too_late)
-                raise error(f"{plural(late_rows, 'row')} {agreeing(late_rows, 'is', 'are')} more than ALLOWED LATENESS "
-                            f"{state.lateness} PARTS behind the newest part of {definition.name} "
-                            f"({format_part(newest, length)}); the oldest is for {format_part(too_late[0], length)}. "
-                            f"Nothing was written")
+                message = (f"{plural(late_rows, 'row')} {agreeing(late_rows, 'is', 'are')} more than ALLOWED LATENESS "
+                           f"{state.lateness} PARTS behind the newest part of {definition.name} "
+                           f"({format_part(newest, length)}); the oldest is for {format_part(too_late[0], length)}. "
+                           f"Nothing was written")
+                raise RowsRefused(error(message), definition.key, late_rows)
         if state.dropped_before is not None and min(parts) < state.dropped_before:
             dropped_rows = sum(n for s, n in parts.items() if s < state.dropped_before)
             raise error(f"{plural(dropped_rows, 'row')} {agreeing(dropped_rows, 'belongs', 'belong')} to parts "

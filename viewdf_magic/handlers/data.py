@@ -33,7 +33,7 @@ def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame
            loaded: Loaded | None = None, note: str = "") -> Result:
     """Append ``frame`` to a table or stream, publishing ``loaded`` (the files it came from) in the same log
     entry as its rows, then maintain the views; ``note`` follows where the rows went in the message."""
-    with engine.catalog.transaction() if loaded is not None else nullcontext():
+    with engine.refusals_counted(), engine.catalog.transaction() if loaded is not None else nullcontext():
         if definition.kind == "table":
             rows = engine.ingester.append_table(definition, frame, error)
         else:
