@@ -35,6 +35,7 @@ from ..storage.spark_errors import check_runtime
 from ..maintainer.verification import lifted_plan, verify_history, verify_runs
 from ..maintainer.views import catalog_lookup
 from ..session import embedded_session, is_connect_session, prepare
+from ..storage.data_source import ViewDFDataSource
 from ..storage.parts import PartStore
 from ..storage.shared_storage import check_shared_storage
 from ..storage.vacuum import sweep
@@ -56,6 +57,9 @@ class Engine:
         if is_connect_session(self.spark):
             check_shared_storage(self.spark, self.fs)
         self.path = self.fs.root
+        # format("viewdf"): any Spark job reads a view; its PART_TIMESTAMP filters choose the parts read
+        self.spark.dataSource.register(ViewDFDataSource)
+        self.spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
         self.catalog = Catalog(self.fs)
         self.store = PartStore(self.spark, self.fs)
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)

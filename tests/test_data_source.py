@@ -1,0 +1,60 @@
+"""format("viewdf"): any Spark job reads a stream or view, published parts only, as of when the DataFrame was
+made, PART_TIMESTAMP filters choosing the parts read."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pandas as pd
+from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
+from pyspark.sql.types import StructType
+
+from test_late_data import PATTERN_VIEW, WINDOW_VIEW, batch
+
+from viewdf_magic.network_example import NETWORK_DDL
+from viewdf_magic.storage.data_source import ViewDFReader
+from viewdf_magic.timeparts import subscript_of
+
+FIRST = subscript_of(pd.Timestamp("2015-01-01 10:00"), 60)
+OBJECTS = ["M", "Helper", "View2", "Recent", "Rising"]      # a stream, hand-written, window and pattern views
+
+
+def rows(frame: pd.DataFrame) -> list[tuple]:
+    return sorted(map(str, frame.itertuples(index=False)))
+
+
+def test_any_spark_job_reads_what_the_warehouse_published(spark, warehouse):
+    for statement in (NETWORK_DDL, WINDOW_VIEW, PATTERN_VIEW):
+        warehouse.execute(statement)
+    warehouse.execute("LOAD 'examples/measurements.csv' INTO M")
+    for name in OBJECTS:
+        read = spark.read.format("viewdf").load(f"{warehouse.path}/{name}")
+        assert read.columns[-1] == "PART_TIMESTAMP"
+        assert rows(read.toPandas()) == rows(warehouse.execute(f"SELECT * FROM {name}")), name
+    # a DataFrame reads the parts published when it was made; a new one sees later parts and repairs
+    held = spark.read.format("viewdf").load(f"{warehouse.path}/View2")
+    before = held.count()
+    warehouse.ingest("M", batch([6.5, 7.5], [30, 31]).assign(src="10.0.0.3", dest="10.0.0.4"))   # extends a run
+    assert held.count() == before
+    after = spark.read.format("viewdf").load(f"{warehouse.path}/View2").toPandas()
+    assert len(after) > before and rows(after) == rows(warehouse.execute("SELECT * FROM View2"))
+    warehouse.ingest("M", batch([3.5], [40]).assign(src="10.0.0.3", dest="10.0.0.4"))     # late: repairs Helper
+    repaired = spark.read.format("viewdf").load(f"{warehouse.path}/Helper").toPandas()
+    assert rows(repaired) == rows(warehouse.execute("SELECT * FROM Helper"))
+
+
+def test_a_part_timestamp_filter_chooses_the_parts_read(spark, warehouse):
+    warehouse.execute(NETWORK_DDL)
+    warehouse.execute("LOAD 'examples/measurements.csv' INTO M")
+    schema = spark.read.format("viewdf").load(f"{warehouse.path}/Helper").schema
+    reader = ViewDFReader(warehouse.path, "Helper", StructType(schema.fields))
+    left = list(reader.pushFilters([GreaterThanOrEqual(("PART_TIMESTAMP",), dt.datetime(2015, 1, 1, 10, 3)),
+                                    LessThan(("PART_TIMESTAMP",), dt.datetime(2015, 1, 1, 10, 5)),
+                                    GreaterThanOrEqual(("ct",), 2)]))
+    assert left == [GreaterThanOrEqual(("ct",), 2)]          # Spark applies the rest
+    read = sorted({source for scan in reader.partitions() for source in scan.targets})
+    assert read == [FIRST + 3, FIRST + 4]
+    filtered = spark.read.format("viewdf").load(f"{warehouse.path}/Helper").where(
+        "PART_TIMESTAMP >= '2015-01-01 10:03:00' AND PART_TIMESTAMP < '2015-01-01 10:05:00'").toPandas()
+    assert rows(filtered) == rows(warehouse.execute(
+        "SELECT * FROM Helper WHERE PART_TIMESTAMP >= '2015-01-01 10:03:00' AND PART_TIMESTAMP < '2015-01-01 10:05:00'"))
