@@ -58,3 +58,33 @@ def test_a_part_timestamp_filter_chooses_the_parts_read(spark, warehouse):
         "PART_TIMESTAMP >= '2015-01-01 10:03:00' AND PART_TIMESTAMP < '2015-01-01 10:05:00'").toPandas()
     assert rows(filtered) == rows(warehouse.execute(
         "SELECT * FROM Helper WHERE PART_TIMESTAMP >= '2015-01-01 10:03:00' AND PART_TIMESTAMP < '2015-01-01 10:05:00'"))
+
+
+def test_a_view_as_a_streaming_source_emits_each_published_part_and_restarts_from_its_checkpoint(
+        spark, warehouse, tmp_path):
+    """Each micro-batch holds the parts published since the last one, whole: all parts at first, then a new part,
+    then the parts a late row recomputed (again, with their new rows), then nothing."""
+    warehouse.execute(NETWORK_DDL)
+    warehouse.execute("LOAD 'examples/measurements.csv' INTO M")
+    emitted: list[tuple[list[int], list[str]]] = []
+
+    def run() -> None:
+        def take(frame, batch_id) -> None:
+            stamps = sorted({int(t.timestamp()) // 60 for t in frame.toPandas()["PART_TIMESTAMP"]})
+            emitted.append((stamps, rows(frame.toPandas())))
+        query = (spark.readStream.format("viewdf").load(f"{warehouse.path}/Helper").writeStream.foreachBatch(take)
+                 .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    def helper(first: int, last: int) -> list[str]:
+        return rows(warehouse.execute(f"SELECT * FROM Helper WHERE PART_TIMESTAMP BETWEEN "
+                                      f"'2015-01-01 10:0{first}:00' AND '2015-01-01 10:0{last}:00'"))
+    run()
+    assert emitted == [([FIRST + m for m in range(7)], helper(0, 6))]
+    warehouse.ingest("M", batch([7.5], [31]).assign(src="10.0.0.3", dest="10.0.0.4"))     # a new part, 10:07
+    run()
+    assert emitted[1:] == [([FIRST + 7], helper(7, 7))]
+    warehouse.ingest("M", batch([3.5], [40]).assign(src="10.0.0.3", dest="10.0.0.4"))     # late: 10:03 .. 10:07 again
+    run()
+    run()                                                                               # nothing new: no batch
+    assert emitted[2:] == [([FIRST + m for m in range(3, 8)], helper(3, 7))]

@@ -3,7 +3,8 @@
 ``spark.read.format("viewdf").load("<warehouse>/<name>")`` reads the parts the catalog had published when the
 DataFrame was made (Spark plans a Python data source's partitions then: load again for newer parts). A part
 being written or repaired is not published yet, and a replaced part's old files stay until VACUUM (an hour at
-least), so a reader never sees half a part. ``PART_TIMESTAMP`` is the last column. A filter on ``PART_TIMESTAMP`` is
+least), so a reader never sees half a part. ``PART_TIMESTAMP`` is the last column. ``readStream.format("viewdf")``
+emits the parts published between two catalog versions, its offsets. A filter on ``PART_TIMESTAMP`` is
 applied to whole parts: only those parts are read. The driver plans the scans from the catalog
 (``storage/slices.plan_scans``, as the warehouse reads parts); Spark's Python workers read them with pyarrow.
 """
@@ -12,21 +13,22 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 from pyarrow import fs as pafs
-from pyspark.sql.datasource import (DataSource, DataSourceReader, EqualTo, Filter, GreaterThan, GreaterThanOrEqual,
-                                    InputPartition, LessThan, LessThanOrEqual)
+from pyspark.sql.datasource import (DataSource, DataSourceReader, DataSourceStreamReader, EqualTo, Filter, GreaterThan,
+                                    GreaterThanOrEqual, InputPartition, LessThan, LessThanOrEqual)
+from pyspark.sql.streaming.datasource import ReadLimit
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructField, StructType, TimestampType
 
 from ..catalog.arrow_fs import ArrowFileSystem
 from ..catalog.catalog import Catalog
 from ..catalog.filesystem import qualify
-from ..catalog.model import PART_TIMESTAMP, ObjectDef, Slice
+from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta, Slice
 from ..errors import ViewDFError
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
@@ -65,6 +67,9 @@ class ViewDFDataSource(DataSource):
 
     def reader(self, schema: StructType) -> "ViewDFReader":
         return ViewDFReader(*_split(self.options), schema)
+
+    def streamReader(self, schema: StructType) -> "ViewDFStreamReader":
+        return ViewDFStreamReader(*_split(self.options), schema)
 
 
 @dataclass
@@ -109,18 +114,53 @@ class ViewDFReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         catalog, definition = _open(self.root, self.name)
-        state, length = catalog.state(definition.name), definition.length
-        parts = [s for s, meta in state.parts.items() if meta.rows and (self.low is None or s * length >= self.low)
-                 and (self.high is None or s * length <= self.high)]
-        scans: list[Scan] = plan_scans([Wanted(Slice.parse(text), s) for s in parts for text in state.parts[s].folders])
-        return [ScanPartition([catalog.fs.uri(f) for f in scan.folders], scan.column, scan.targets, length)
-                for scan in scans] or [ScanPartition([], None, {}, length)]
+        length = definition.length
+        return _scans(catalog, definition, lambda s, meta: (self.low is None or s * length >= self.low)
+                      and (self.high is None or s * length <= self.high))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, ScanPartition)
-        arrow = to_arrow_schema(self.schema, timezone="UTC")
-        for table in _scan_rows(partition):
-            yield from table.select(arrow.names).cast(arrow).to_batches()
+        return _read(partition, self.schema)
+
+
+class ViewDFStreamReader(DataSourceStreamReader):
+    """``readStream.format("viewdf")``: each micro-batch holds the parts published since the last one, whole. Its
+    offsets are catalog versions, so a query restarts from its checkpoint; a part recomputed after late data or a
+    change is published again, so it comes again, whole, with its new rows (a consumer keeps the newest rows of
+    each PART_TIMESTAMP)."""
+
+    def __init__(self, root: str, name: str, schema: StructType) -> None:
+        self.root, self.name, self.schema = root, name, schema
+
+    def initialOffset(self) -> dict:
+        return {"version": 0}
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        catalog, _ = _open(self.root, self.name)
+        return {"version": catalog.version}
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        catalog, definition = _open(self.root, self.name)
+        after, until = start["version"], end["version"]
+        return _scans(catalog, definition, lambda s, meta: after < meta.changed <= until)
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        return _read(partition, self.schema)
+
+
+def _scans(catalog: Catalog, definition: ObjectDef, chosen: Callable[[int, PartMeta], bool]) -> list[InputPartition]:
+    """The scans that read the parts with rows that ``chosen`` keeps (at least one, maybe empty: Spark wants one)."""
+    state, length = catalog.state(definition.name), definition.length
+    parts = [s for s, meta in state.parts.items() if meta.rows and chosen(s, meta)]
+    scans: list[Scan] = plan_scans([Wanted(Slice.parse(text), s) for s in parts for text in state.parts[s].folders])
+    return [ScanPartition([catalog.fs.uri(f) for f in scan.folders], scan.column, scan.targets, length)
+            for scan in scans] or [ScanPartition([], None, {}, length)]
+
+
+def _read(partition: InputPartition, schema: StructType) -> Iterator[pa.RecordBatch]:
+    assert isinstance(partition, ScanPartition)
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    for table in _scan_rows(partition):
+        yield from table.select(arrow.names).cast(arrow).to_batches()
 
 
 def _scan_rows(scan: ScanPartition) -> Iterator[pa.Table]:
