@@ -18,7 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from viewdf_magic import Warehouse
-from viewdf_magic.maintainer.maintainer import PendingStep
+from viewdf_magic.maintainer.steps import PendingStep
 
 from .common import bench_session
 from .scaling import STREAM, VIEWS, cluster_session, stream_parts

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from viewdf_magic.errors import Interrupted, ViewDFError
 from viewdf_magic.network_example import NETWORK_DDL
-from viewdf_magic.maintainer.maintainer import Maintainer
+from viewdf_magic.maintainer.writer import PartWriter
 from viewdf_magic.timeparts import subscript_of
 
 BASE = pd.Timestamp("2015-01-01 10:00")
@@ -229,7 +229,7 @@ def test_on_late_divert_stores_rows_later_than_allowed_and_ingests_the_rest(ware
 def test_an_interrupted_repair_is_finished_when_the_warehouse_reopens(warehouse, make_warehouse, monkeypatch):
     warehouse.execute(NETWORK_DDL)
     warehouse.ingest("M", batch([0, 1, 2, 4, 5, 6], [12, 15, 24, 20, 16, 7]))
-    original, calls = Maintainer.compute, []
+    original, calls = PartWriter.compute, []
 
     def crash_on_the_third(self, step, plan=False, previous=None):
         calls.append(step.subscript)
@@ -237,10 +237,10 @@ def test_an_interrupted_repair_is_finished_when_the_warehouse_reopens(warehouse,
             raise KeyboardInterrupt        # the process dies in the middle of the repair
         return original(self, step, plan, previous)
 
-    monkeypatch.setattr(Maintainer, "compute", crash_on_the_third)
+    monkeypatch.setattr(PartWriter, "compute", crash_on_the_third)
     with pytest.raises(Interrupted, match="^Interrupted: kept 1 stream part "):   # as a cell shows it
         warehouse.ingest("M", batch([3], [30]))
-    monkeypatch.setattr(Maintainer, "compute", original)
+    monkeypatch.setattr(PartWriter, "compute", original)
     assert "repair" in warehouse.catalog.settings       # the batch is acknowledged, its repair is not done
     reopened = make_warehouse()
     assert [(s.view, s.subscript - FIRST) for s in reopened.recovered] == \

@@ -11,6 +11,7 @@ import pytest
 
 from viewdf_magic.errors import Interrupted, ViewDFError
 from viewdf_magic.maintainer.maintainer import Maintainer
+from viewdf_magic.maintainer.writer import PartWriter
 
 STREAM = "CREATE STREAM M (ts TIMESTAMP, x INT) TIMESTAMP ts PARTITION LENGTH 60"
 COPY = "CREATE VIEW C AS INITIALIZE C[i] AS SELECT ts, x FROM M[i] UPDATE C[j] AS SELECT ts, x FROM M[j]"
@@ -121,7 +122,7 @@ def test_an_interrupted_load_says_how_to_go_on_and_a_rerun_adds_nothing(warehous
 
     def interrupted(self, *args, **kwargs):
         raise KeyboardInterrupt          # Ctrl-C while the views are maintained, after the rows are stored
-    monkeypatch.setattr(Maintainer, "compute", interrupted)
+    monkeypatch.setattr(PartWriter, "compute", interrupted)
     monkeypatch.setattr(Maintainer, "compute_range", interrupted)
     with pytest.raises(Interrupted) as stopped:
         warehouse.run(f"LOAD '{csv}' INTO M")

@@ -13,7 +13,8 @@ from ..errors import ViewDFError
 from ..language import statements as st
 from ..language.statements import ClauseKind
 from ..maintainer.execute import explain_text
-from ..maintainer.maintainer import Maintainer, PendingStep, empty_rule, resolved_sql
+from ..maintainer.maintainer import Maintainer
+from ..maintainer.steps import PendingStep, empty_rule, resolved_sql
 from ..timeparts import format_duration, format_part
 from ..translation.fsm_diagram import fsm_svg
 from ..translation.window_diagram import strategy_rows, window_svg
@@ -107,7 +108,7 @@ def _explain_steps(engine: Engine, definition: ObjectDef) -> tuple[str, list[tup
     step = engine.maintainer.pending_step(definition)
     if step is None:
         return f"Next part of {definition.name}: unknown until every source has a part.", []
-    empty_because = engine.maintainer.known_empty(step) if step.ready else None
+    empty_because = engine.maintainer.writer.known_empty(step) if step.ready else None
     line = (f"Next part: {definition.name}[{step.subscript}] "
             f"({format_part(step.subscript, definition.length)}), {step.how.label}, "
             f"{'ready' if step.ready else 'waiting'}"

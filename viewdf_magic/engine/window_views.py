@@ -22,7 +22,8 @@ from ..translation.match_query import find_match_recognize
 from ..translation.pattern_query import find_pattern
 from ..translation.window_diagram import chain_edges
 from ..translation.window_plan import affine, chunk_length
-from ..maintainer.maintainer import Maintainer, PendingStep
+from ..maintainer.maintainer import Maintainer
+from ..maintainer.steps import PendingStep
 from ..timeparts import format_part, part_start
 from ..wording import named_spans, plural
 from .pattern_views import origin_query

@@ -18,14 +18,12 @@ every possible content of the other inputs.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Callable, Iterator, Mapping
 
-import sqlglot
 from sqlglot import exp
 
-from .tokens import ViewDFSpark
+from .lifting import query_tree
 
 
 @dataclass(frozen=True)
@@ -88,12 +86,10 @@ def _unique(terms: Iterator[EmptyWhen]) -> list[EmptyWhen]:
     return list(dict.fromkeys(terms))
 
 
-@functools.lru_cache(maxsize=1024)
-def empty_when(sql: str, inputs: frozenset[str]) -> EmptyWhen:
-    """When ``sql`` (a compiled query whose placeholder tables are ``inputs``) returns no rows."""
-    try:
-        tree = sqlglot.parse_one(sql, read=ViewDFSpark)
-    except sqlglot.errors.SqlglotError:
+def empty_when(query: str | exp.Expr, inputs: frozenset[str]) -> EmptyWhen:
+    """When ``query`` (a compiled query's SQL or tree, whose placeholder tables are ``inputs``) returns no rows."""
+    tree = query if isinstance(query, exp.Expr) else query_tree(query)     # read, never changed
+    if tree is None:
         return NEVER
     return _query(tree, {name.lower(): _input(name) for name in inputs})
 

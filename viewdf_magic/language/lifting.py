@@ -19,7 +19,6 @@ expression that reads parts, nondeterministic functions, and functions sqlglot d
 
 from __future__ import annotations
 
-import functools
 import itertools
 from dataclasses import dataclass
 
@@ -56,13 +55,22 @@ class Lifted:
     reason: str = ""
 
 
-@functools.lru_cache(maxsize=512)
-def lift(sql: str, inputs: frozenset[str]) -> Lifted:
-    """Lift ``sql``, whose placeholder tables ``inputs`` are read per part (the others, e.g. dimension
-    tables, are the same for every part)."""
+def query_tree(query: str | exp.Expr) -> exp.Expr | None:
+    """A tree the caller may change: ``query`` parsed, or a copy of ``query``'s tree (a compiled query keeps
+    the one it was parsed into); None when sqlglot cannot parse the text."""
+    if isinstance(query, exp.Expr):
+        return query.copy()
     try:
-        tree = sqlglot.parse_one(sql, read=ViewDFSpark)
+        return sqlglot.parse_one(query, read=ViewDFSpark)
     except sqlglot.errors.SqlglotError:
+        return None
+
+
+def lift(query: str | exp.Expr, inputs: frozenset[str]) -> Lifted:
+    """Lift ``query`` (SQL, or a compiled query's tree), whose placeholder tables ``inputs`` are read per part
+    (the others, e.g. dimension tables, are the same for every part)."""
+    tree = query_tree(query)
+    if tree is None:
         return Lifted(None, "sqlglot cannot parse the compiled query")
     try:
         check_names(tree, inputs)

@@ -14,13 +14,11 @@ unknown to sqlglot (a user's function may be either).
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
-import sqlglot
 from sqlglot import exp
 
-from .lifting import NotLiftable, aggregates, check_names
+from .lifting import NotLiftable, aggregates, check_names, query_tree
 from .tokens import ViewDFSpark, backquote
 
 _GENERATORS = (exp.Explode, exp.Posexplode, exp.Inline, exp.Unnest)
@@ -54,13 +52,11 @@ class Projection:
                 f"AS {backquote(column)} FROM {self.source}")
 
 
-@functools.lru_cache(maxsize=512)
-def projection(sql: str, placeholder: str, columns: tuple[str, ...]) -> Projection:
-    """Whether ``sql`` is a projection of placeholder table ``placeholder``, whose columns are ``columns``
-    (for ``*``)."""
-    try:
-        tree = sqlglot.parse_one(sql, read=ViewDFSpark)
-    except sqlglot.errors.SqlglotError:
+def projection(query: str | exp.Expr, placeholder: str, columns: tuple[str, ...]) -> Projection:
+    """Whether ``query`` (SQL, or a compiled query's tree) is a projection of placeholder table
+    ``placeholder``, whose columns are ``columns`` (for ``*``)."""
+    tree = query_tree(query)
+    if tree is None:
         return Projection(None, reason="sqlglot cannot parse the compiled query")
     try:
         return _projection(tree, placeholder, columns)

@@ -10,9 +10,9 @@ user's own text.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable
+from typing import Callable, TypeVar
 
 import sqlglot
 from sqlglot import exp
@@ -49,6 +49,7 @@ class RefKind(Enum):
 
 
 LATEST = "LATEST"
+T = TypeVar("T")
 Lookup = Callable[[str], "tuple[str, ObjectKind] | None"]
 _placeholder_ids = itertools.count()
 
@@ -84,10 +85,19 @@ class CompiledQuery:
     bindings: tuple[Binding, ...]
     variable: str | None
     scope: Scope
+    tree: exp.Expr | None = field(default=None, compare=False, repr=False)   # ``sql`` parsed; None: not a query
+    _analyses: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def sql(self) -> str:
         return self.rewritten.text
+
+    def analysed(self, key: tuple, analyse: Callable[[exp.Expr | str], T]) -> T:
+        """``analyse`` of this query's tree (its text when it has none), computed once per ``key``: the query
+        is parsed once, when it is compiled, however many analyses and steps read it."""
+        if key not in self._analyses:
+            self._analyses[key] = analyse(self.tree if self.tree is not None else self.sql)
+        return self._analyses[key]
 
     @property
     def fragment(self) -> Fragment:
@@ -112,7 +122,7 @@ def compile_query(fragment: Fragment, lookup: Lookup, scope: Scope, variable: st
     bare_refs, bare_replacements = _bare_references(first_pass, tree, lookup, scope, defining,
                                                     prefix, len(part_refs))
     rewritten = RewrittenText(fragment, replacements + bare_replacements)
-    return CompiledQuery(rewritten, tuple(part_refs + bare_refs), variable, scope)
+    return CompiledQuery(rewritten, tuple(part_refs + bare_refs), variable, scope, tree)
 
 
 def compile_references(fragment: Fragment, lookup: Lookup, variable: str, defining: str) -> CompiledQuery:
@@ -292,10 +302,12 @@ def _offset(text: str, line: int | None, col: int | None, highlight: str) -> int
 def _bare_references(first_pass: RewrittenText, tree: exp.Expr, lookup: Lookup, scope: Scope,
                      defining: str | None, prefix: str,
                      numbered_from: int) -> tuple[list[Binding], list[Replacement]]:
+    """The unsubscripted references of ``tree``, and the replacements that name their placeholders in the
+    text. ``tree`` is changed as the text is, so that it stays the rewritten query's tree."""
     ctes = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     bindings: dict[str, Binding] = {}
     replacements: list[Replacement] = []
-    for table in tree.find_all(exp.Table):
+    for table in list(tree.find_all(exp.Table)):
         identifier = table.this
         if not isinstance(identifier, exp.Identifier) or table.args.get("db") or table.args.get("catalog"):
             continue
@@ -327,5 +339,7 @@ def _bare_references(first_pass: RewrittenText, tree: exp.Expr, lookup: Lookup, 
         text = bindings[key].placeholder
         if table.args.get("alias") is None:
             text += f" AS {backquote(name)}"
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(name, quoted=True)))
+        table.set("this", exp.to_identifier(bindings[key].placeholder))
         replacements.append(Replacement(start, end, text))
     return list(bindings.values()), replacements

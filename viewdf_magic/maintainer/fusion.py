@@ -69,7 +69,9 @@ class Fuser:
             return "", Projection(None, reason=f"{binding.name} is not another view (a stream part is written by ingest)")
         if source.partition_length != view.partition_length:
             return "", Projection(None, reason=f"{binding.name} has another partition length")
-        found = projection(query.sql, binding.placeholder, tuple(source.schema.fieldNames()) + (PART_TIMESTAMP,))
+        columns = tuple(source.schema.fieldNames()) + (PART_TIMESTAMP,)
+        found = query.analysed(("projection", binding.placeholder, columns),
+                               lambda tree: projection(tree, binding.placeholder, columns))
         if found.items is not None and len(found.items) != len(view.schema.fields):
             return "", Projection(None, reason="its columns do not match the view's")
         return binding.placeholder, found

@@ -6,43 +6,35 @@ import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, NamedTuple, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from tqdm.auto import tqdm
 
-from ..catalog.actions import Action, Part, Verified
+from ..catalog.actions import Action, Part
 from ..catalog.catalog import Catalog
-from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta, Slice
+from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
-from ..language.emptiness import EmptyWhen, empty_when
 from ..language.queries import CompiledQuery
 from ..language.statements import ClauseKind
-from ..storage.parts import EMPTY_CHECKSUM, Counted, PartStore
-from ..storage.spark_errors import SPARK_ERRORS
+from ..storage.parts import Counted, PartStore
 from ..timeparts import format_part, part_start
 from ..wording import plural
 from . import together
 from .collection import fewer_full_collections
-from .execute import QueryRunner, explain_text
-from .fusion import Fuser, Fusion, embed
+from .execute import QueryRunner
+from .fusion import Fuser, Fusion
 from .ranges import (RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows,
                      paced_parts, plan_range)
-from .reports import ReferenceReport, StepReport
-from .timeline import ResolvedRef, Timeline, check_retained, existing
+from .reports import StepReport
+from .steps import PendingStep
+from .timeline import Timeline, check_retained
 from .views import CompiledView, ViewDefiner, compile_existing
+from .writer import PartWriter
 
 PROGRESS_MIN_STEPS = 10
 HISTORY_SIZE = 500
-
-
-def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
-    """The query text with each placeholder shown as the concrete parts it reads."""
-    text = query.sql
-    for ref in refs:
-        text = text.replace(ref.binding.placeholder, ref.text)
-    return text
 
 
 @dataclass(frozen=True)
@@ -92,72 +84,6 @@ class Lag:
         return ", ".join(phrases)
 
 
-class Written(NamedTuple):
-    """What a step's Spark job stored: its folder ("" when nothing), what it holds of the part (key None)
-    and of each fused view, and the fusions written with it."""
-
-    folder: str
-    counted: dict[str | None, Counted]
-    fusions: tuple[Fusion, ...]
-
-
-@dataclass(frozen=True)
-class PendingStep:
-    """A view's next part and the concrete parts its query needs."""
-
-    view: ObjectDef
-    subscript: int
-    how: ClauseKind               # the clause that computes the part
-    query: CompiledQuery
-    refs: list[ResolvedRef]
-    ready: bool
-
-
-@dataclass(frozen=True)
-class PreparedStep:
-    """A step analysed on the maintainer's thread; ``run`` does its Spark work (none when ``job`` is None:
-    ``result`` is then known), which may happen on another thread."""
-
-    step: PendingStep
-    started: float
-    lineage: tuple
-    plan: str | None
-    result: Written | None
-    folders: tuple[str, ...] | None = None      # the part's slices when it holds another part's rows
-    job: Callable[[], Written] | None = None
-
-    def run(self) -> Written:
-        if self.job is None:
-            assert self.result is not None
-            return self.result
-        return self.job()
-
-
-class PartPreview:
-    """A step report's first rows of its part, read on demand and remembered (a notebook renders a
-    report as text and as HTML). Cheap to make: a backfill makes one per part."""
-
-    def __init__(self, catalog: Catalog, store: PartStore, definition: ObjectDef, subscript: int) -> None:
-        self.catalog, self.store, self.definition, self.subscript = catalog, store, definition, subscript
-        self.read: dict[int, pd.DataFrame] = {}
-
-    def __call__(self, limit: int) -> pd.DataFrame:
-        if limit not in self.read:
-            state = self.catalog.state(self.definition.name)
-            frame = self.store.read_parts(self.definition, state, [self.subscript])
-            self.read = {limit: frame.drop(PART_TIMESTAMP).limit(limit).toPandas()}
-        return self.read[limit]
-
-
-def empty_rule(query: CompiledQuery) -> EmptyWhen:
-    """When ``query`` certainly returns no rows, over its placeholders (analysed once per query text)."""
-    return empty_when(query.sql, frozenset(binding.placeholder for binding in query.bindings))
-
-
-# The clause that computes a view's part: (view, subscript, whether earlier parts exist) -> (kind, query).
-ClauseOf = Callable[[ObjectDef, int, bool], tuple[ClauseKind, CompiledQuery]]
-
-
 class Maintainer:
     """Owns readiness (NEXT[V] and its references) and runs maintenance steps."""
 
@@ -173,7 +99,6 @@ class Maintainer:
         self.history: deque[StepReport] = deque(maxlen=HISTORY_SIZE)
         self.failures: list[MaintenanceFailure] = []      # of the latest step() or cascade()
         self._compiled: dict[str, CompiledView] = {}
-        self.jobless_empty_parts = True     # record parts known to be empty without a Spark job
         self.range_steps = True             # compute runs of ready parts in one job where the view allows
         self.fused_parts = True             # write a view's projection parts in its source's job
         self.concurrent_steps = True        # run independent views' one-part steps' Spark jobs together
@@ -182,12 +107,29 @@ class Maintainer:
         self._range_failed: dict[str, str] = {}   # views whose range step Spark could not run (this session): why
         self._range_pace: dict[str, float] = {}   # seconds per part of each view's latest range step (this session)
         self.fuser = Fuser(catalog, self.timeline, self.compiled, self.clause)
+        self.writer = PartWriter(catalog, store, self.runner, self.timeline, self.compiled, self.history)
+
+    @property
+    def jobless_empty_parts(self) -> bool:
+        """Whether parts known to be empty, or to hold the previous part's rows, are recorded without a Spark job."""
+        return self.writer.jobless_empty_parts
+
+    @jobless_empty_parts.setter
+    def jobless_empty_parts(self, on: bool) -> None:
+        self.writer.jobless_empty_parts = on
 
     def compiled(self, definition: ObjectDef) -> CompiledView:
+        """``definition``'s clauses, compiled once: when the view was defined, or when it is first read after
+        a reopen. A catalog entry reread with the same contents keeps them."""
         cached = self._compiled.get(definition.key)
-        if cached is None or cached.definition is not definition:
-            cached = compile_existing(definition, self.catalog)
-            self._compiled[definition.key] = cached
+        if cached is not None and cached.definition == definition:
+            return cached
+        if cached is not None and (cached.definition.id, cached.definition.definition) == \
+                (definition.id, definition.definition):
+            cached = dataclasses.replace(cached, definition=definition)      # the same statement; other fields changed
+        else:
+            cached = self.definer.take_compiled(definition) or compile_existing(definition, self.catalog)
+        self._compiled[definition.key] = cached
         return cached
 
     def clause(self, definition: ObjectDef, subscript: int, has_parts: bool) -> tuple[ClauseKind, CompiledQuery]:
@@ -212,6 +154,7 @@ class Maintainer:
 
     def forget(self, definition: ObjectDef) -> None:
         self._compiled.pop(definition.key, None)
+        self.definer.take_compiled(definition)      # what define kept, if the view was never read
         self._range_plans.pop(definition.key, None)
         self._range_failed.pop(definition.key, None)
         self._range_pace.pop(definition.key, None)
@@ -258,7 +201,7 @@ class Maintainer:
                              "exists": False, "ready": False})
                 continue
             stamp = part_start(step.subscript, definition.length)
-            for ref, summary in zip(step.refs, self._reference_reports(step)):
+            for ref, summary in zip(step.refs, self.writer.reference_reports(step)):
                 rows.append({"view": definition.name, "next_part": step.subscript, "part_timestamp": stamp,
                              "clause": step.how.label, "reference": summary.written,
                              "resolves_to": summary.resolved, "exists": self.timeline.available(ref, definition),
@@ -336,10 +279,15 @@ class Maintainer:
                     if step is None:
                         break
                     barred = blocked | ({d.key for d in self.catalog.views()} - allowed if allowed is not None else set())
-                    wave = self._wave(step, blocked, allowed) if fuse and self.concurrent_steps else [step]
+                    wave = [step]
+                    if fuse and self.concurrent_steps and not self.store.cache_size:    # the cache is not shared
+                        others = (self.next_step(d) for d in self._candidates(blocked, allowed) if d.key != step.view.key)
+                        wave = together.wave(step, others, self._run_length)
                     outcomes: list[tuple[PendingStep, list[StepReport] | ViewDFError]]
                     if len(wave) > 1:
-                        outcomes = self._compute_together(wave, barred, keep_going)
+                        outcomes = together.compute_together(
+                            self.spark, self.writer, wave,
+                            lambda s: self.fuser.fusions(s.view, s.subscript, s.subscript, barred), keep_going)
                     else:
                         try:
                             outcomes = [(step, self._advance(step, plan, None if n is None else n - len(reports),
@@ -375,22 +323,7 @@ class Maintainer:
                 except RangeFailed as failed:      # computed part by part below, which reports any error in place
                     self._range_failed[step.view.key] = str(failed).split("\n")[0]
         fusions = [] if barred is None else self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
-        return self.compute(step, plan, fusions=fusions)
-
-    def _wave(self, first: PendingStep, blocked: set[str], allowed: set[str] | None) -> list[PendingStep]:
-        """``first`` and the other views' ready steps, when each computes one part: every part they read
-        exists already, so their Spark jobs may run together (maintainer/together.py)."""
-        if self.store.cache_size or self._run_length(first) > 1:      # the store's cache is not shared
-            return [first]
-        wave = [first]
-        for definition in self.catalog.views():
-            if definition.key == first.view.key or definition.key in blocked or \
-                    (allowed is not None and definition.key not in allowed):
-                continue
-            step = self.next_step(definition)
-            if step is not None and self._run_length(step) == 1:
-                wave.append(step)
-        return wave
+        return self.writer.compute(step, plan, fusions=fusions)
 
     def _run_length(self, step: PendingStep) -> int:
         """How many parts ``_advance`` computes from ``step`` on (1 without a range step)."""
@@ -398,39 +331,6 @@ class Maintainer:
             return 1
         ranged = self.range_plan(step.view)
         return len(self._ready_run(step, ranged, None)) if ranged.lifted else 1
-
-    def _compute_together(self, wave: list[PendingStep], barred: set[str], keep_going: bool
-                          ) -> list[tuple[PendingStep, list[StepReport] | ViewDFError]]:
-        """Compute one part of each view of ``wave``: analysed and committed here in order, their Spark jobs
-        run together; each step's reports, or its error. As one after the other, a failed step's readers are
-        not published, and without ``keep_going`` the first error is raised once every job has ended."""
-        prepared: list[tuple[PendingStep, PreparedStep | ViewDFError]] = []
-        for step in wave:
-            try:
-                fusions = self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
-                prepared.append((step, self._prepare(step, False, fusions)))
-            except ViewDFError as error:
-                prepared.append((step, error))
-        jobs = [p for _, p in prepared if isinstance(p, PreparedStep) and p.job is not None]
-        started = {id(p): together.start(self.spark, p.run) for p in jobs[1:]}    # the first runs on this thread
-        outcomes: list[tuple[PendingStep, list[StepReport] | ViewDFError]] = []
-        skipped: set[str] = set()
-        for step, ready in prepared:
-            try:
-                if isinstance(ready, ViewDFError):
-                    raise ready
-                result = started[id(ready)].result() if id(ready) in started else ready.run()
-                if step.view.key in skipped:
-                    if result.folder:
-                        self.store.fs.delete(result.folder)
-                    continue
-                outcomes.append((step, self._finish(ready, result)))
-            except ViewDFError as error:
-                outcomes.append((step, error))
-                skipped.update(d.key for d in self.catalog.downstream(step.view.name))
-                if not keep_going:
-                    skipped.update(s.view.key for s in wave)
-        return outcomes
 
     def range_failure(self, definition: ObjectDef) -> str | None:
         """Why Spark could not run the view's range step this session (its parts are then computed one at
@@ -481,7 +381,7 @@ class Maintainer:
         started = time.perf_counter()
         folder = ""
         written: dict[int, dict[str | None, Counted]] = {}
-        if not all(self.known_empty(step) is not None for step in run):
+        if not all(self.writer.known_empty(step) is not None for step in run):
             check_retained(self.catalog, run[0].query, run[0].refs)
             self.catalog.flush()
             folder, written = self.ranges.run(definition, ranged, run[0].subscript, run[-1].subscript, fusions)
@@ -494,12 +394,12 @@ class Maintainer:
         for step in run:
             counted = written.get(step.subscript, {})
             lineage = self.timeline.lineage(step.refs, (definition.key, step.subscript - 1))
-            meta, report = self._recorded(step, counted.get(None), folder, (first, last), seconds, lineage)
+            meta, report = self.writer.recorded(step, counted.get(None), folder, (first, last), seconds, lineage)
             actions.append(Part(definition.key, meta))
             reports.append(dataclasses.replace(report, span=(first, last)))
         for fusion in fusions:
             for step in run:
-                fused, fused_report = self._fused_part(fusion, step, written.get(step.subscript, {}), folder,
+                fused, fused_report = self.writer.fused_part(fusion, step, written.get(step.subscript, {}), folder,
                                                        (first, last))
                 actions.append(Part(fusion.view.key, fused))
                 reports.append(dataclasses.replace(fused_report, span=(first, last)))
@@ -507,36 +407,15 @@ class Maintainer:
         self.history.extend(reports)
         return reports
 
-    def _recorded(self, step: PendingStep, counted: Counted | None, folder: str, span: tuple[int, int],
-                  seconds: float, lineage: tuple, column: str | None = None,
-                  folders: tuple[str, ...] | None = None) -> tuple[PartMeta, StepReport]:
-        """The catalog entry and the report of a part that a write stored as ``counted`` in ``folder`` (or,
-        given ``folders``, that is those slices)."""
-        definition, subscript = step.view, step.subscript
-        rows, checksum = (counted.rows, counted.checksum) if counted is not None else (0, EMPTY_CHECKSUM)
-        if folders is None:
-            folders = (Slice(folder, subscript, span[0], span[1], column).text,) if rows else ()
-        meta = PartMeta(subscript, rows, folders, seconds, lineage, time.time(), step.how, checksum)
-        report = StepReport(definition.name, subscript, part_start(subscript, definition.length), step.how, rows,
-                            seconds, lineage, resolved_sql(step.query, step.refs), self._reference_reports(step),
-                            None, self._preview_loader(definition, subscript))
-        return meta, report
-
-    def _fused_part(self, fusion: Fusion, source: PendingStep, written: dict[str | None, Counted], folder: str,
-                    span: tuple[int, int]) -> tuple[PartMeta, StepReport]:
-        """A fused view's part written with ``source``'s part."""
-        how, query = fusion.hows[source.subscript]
-        refs = self.timeline.resolve(query, fusion.view, source.subscript)
-        step = PendingStep(fusion.view, source.subscript, how, query, refs, True)
-        lineage = self.timeline.lineage(refs, (source.view.key, span[1]))
-        meta, report = self._recorded(step, written.get(fusion.column), folder, span, 0.0, lineage, fusion.column)
-        return meta, dataclasses.replace(report, fused_into=f"{source.view.name}[{source.subscript}]")
+    def _candidates(self, blocked: set[str], allowed: set[str] | None, view: ObjectDef | None = None
+                    ) -> Iterable[ObjectDef]:
+        """The views a step may compute (``view``, or all in dependency order): not ``blocked``, and ``allowed``."""
+        for definition in [view] if view is not None else self.catalog.views():
+            if definition.key not in blocked and (allowed is None or definition.key in allowed):
+                yield definition
 
     def _first_ready(self, view: ObjectDef | None, blocked: set[str], allowed: set[str] | None) -> PendingStep | None:
-        candidates = [view] if view is not None else self.catalog.views()
-        for definition in candidates:
-            if definition.key in blocked or (allowed is not None and definition.key not in allowed):
-                continue
+        for definition in self._candidates(blocked, allowed, view):
             step = self.next_step(definition)
             if step is not None:
                 return step
@@ -552,146 +431,6 @@ class Maintainer:
             if next_part is not None:
                 total += max(0, -(-horizon // definition.length) - next_part)
         return total
-
-    def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None,
-                fusions: Sequence[Fusion] = ()) -> list[StepReport]:
-        """Compute, store and commit one view part (and the ``fusions``' parts, in the same Spark job). With
-        ``previous`` (the stored part, when late data is repaired), an identical result keeps the stored part
-        and only records that it was checked."""
-        prepared = self._prepare(step, plan, fusions)
-        return self._finish(prepared, prepared.run(), previous)
-
-    def _prepare(self, step: PendingStep, plan: bool, fusions: Sequence[Fusion]) -> PreparedStep:
-        """``step`` analysed, with its Spark job (if it needs one) ready to run."""
-        definition, subscript, how, query, refs = step.view, step.subscript, step.how, step.query, step.refs
-        started = time.perf_counter()
-        lineage = self.timeline.lineage(refs)
-        empty_because = self.known_empty(step)
-        if empty_because is not None:
-            check_retained(self.catalog, query, refs)
-            plan_text = f"No Spark job: the query returns no rows when {empty_because}." if plan else None
-            # the fused views' parts are empty too, recorded with it
-            return PreparedStep(step, started, lineage, plan_text, Written("", {}, tuple(fusions)))
-        carried = self.unchanged(step)
-        if carried is not None:
-            previous_part, because = carried
-            plan_text = f"No Spark job: the part holds {definition.name}[{subscript - 1}]'s rows, as {because}." \
-                if plan else None
-            # fused views step on their own
-            return PreparedStep(step, started, lineage, plan_text,
-                                Written("", {None: Counted(previous_part.rows, previous_part.checksum)}, ()),
-                                folders=previous_part.folders)
-        self.catalog.flush()      # parts recorded without a job so far are published before this one
-        bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.label})",
-                                 schema=definition.schema, clause=how.label)
-        with bound.running():
-            stamped = self.store.stamp(definition, subscript, bound.frame)
-            fused = None
-            if fusions:
-                try:
-                    fused = embed(list(fusions), self.runner, stamped)
-                except SPARK_ERRORS:       # a fused view's error: it is reported when that view steps alone
-                    fused = None
-            plan_text = explain_text(bound.frame) if plan else None
-
-        def write() -> Written:
-            with bound.running():
-                if fused is not None:
-                    try:
-                        return Written(*self.store.write_part(definition, subscript, *fused), tuple(fusions))
-                    except SPARK_ERRORS:      # as above
-                        pass
-                return Written(*self.store.write_part(definition, subscript, stamped), ())
-        return PreparedStep(step, started, lineage, plan_text, None, job=write)
-
-    def _finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None) -> list[StepReport]:
-        """Record and commit what ``prepared``'s step computed (``result``)."""
-        step, (folder, written, fusions) = prepared.step, result
-        definition, subscript, how = step.view, step.subscript, step.how
-        seconds = time.perf_counter() - prepared.started
-        meta, report = self._recorded(step, written.get(None), folder, (subscript, subscript), seconds,
-                                      prepared.lineage, folders=prepared.folders)
-        report = dataclasses.replace(report, plan=prepared.plan)
-        if previous is not None and previous.checksum == meta.checksum and previous.how is how:
-            if folder:
-                self.store.fs.delete(folder)
-            self.catalog.commit([Verified(definition.key, subscript, seconds)])
-            report = dataclasses.replace(report, repair="unchanged")
-            self.history.append(report)
-            return [report]
-        # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
-        # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
-        same_rows = previous is not None and previous.checksum == meta.checksum
-        if previous is not None:
-            meta = dataclasses.replace(meta, repairs=previous.repairs + 1, repair_seconds=previous.repair_seconds + seconds,
-                                       repairs_changed=previous.repairs_changed + (not same_rows))
-            report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
-        actions: list[Action] = [Part(definition.key, meta, same_rows)]
-        reports = [report]
-        for fusion in fusions:
-            fused_meta, fused_report = self._fused_part(fusion, step, written, folder, (subscript, subscript))
-            actions.append(Part(fusion.view.key, fused_meta))
-            reports.append(fused_report)
-        self.catalog.commit(actions)
-        self.history.extend(reports)
-        return reports
-
-    def known_empty(self, step: PendingStep) -> str | None:
-        """When ``step``'s inputs make its part certainly empty: which of them are empty, in words
-        (e.g. ``M[5] is empty``); None when a Spark job must compute it."""
-        if not self.jobless_empty_parts:
-            return None
-        declared = self._declared(step, self.compiled(step.view).empty_when)
-        if declared is not None:
-            return declared
-        rule = empty_rule(step.query)
-        if rule.never:
-            return None
-        refs = {ref.binding.placeholder: ref for ref in step.refs}
-        if not rule.holds(lambda placeholder: self.runner.is_empty(refs[placeholder])):
-            return None
-        return rule.describe({placeholder: ref.text for placeholder, ref in refs.items()})
-
-    def unchanged(self, step: PendingStep) -> tuple[PartMeta, str] | None:
-        """The view's previous part, when its UNCHANGED WHEN inputs are empty at ``step``'s UPDATE, with the
-        reason in words; its rows are then the new part's too (a slice read as another part is stamped
-        as that part), and no Spark job runs. Not for a previous part stored before slices existed."""
-        if not self.jobless_empty_parts or not step.how.same_clause(ClauseKind.UPDATE):
-            return None
-        because = self._declared(step, self.compiled(step.view).unchanged_when)
-        previous = self.catalog.state(step.view.name).parts.get(step.subscript - 1)
-        if because is None or previous is None or not all(Slice.parse(f).part is not None for f in previous.folders):
-            return None
-        return previous, f"{because} (UNCHANGED WHEN)"
-
-    def _declared(self, step: PendingStep, declaration: CompiledQuery | None) -> str | None:
-        """``X[5] is empty and ...`` when every part ``declaration`` names is known, kept and empty."""
-        if declaration is None:
-            return None
-        refs = self.timeline.resolve(declaration, step.view, step.subscript)
-        for ref in refs:
-            state = self.catalog.states.get(ref.definition.key)
-            dropped = state.dropped_before if state is not None else None
-            if not self.timeline.available(ref, step.view) or (dropped is not None and (ref.first or 0) < dropped) \
-                    or not self.runner.is_empty(ref):
-                return None
-        return " and ".join(f"{ref.text} is empty" for ref in refs)
-
-    def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
-        return PartPreview(self.catalog, self.store, definition, subscript)
-
-    def _reference_reports(self, step: PendingStep) -> list[ReferenceReport]:
-        reports = []
-        for ref in step.refs:
-            if ref.first is None or ref.last is None:
-                reports.append(ReferenceReport(ref.binding.text, ref.binding.name, None, None, None))
-                continue
-            parts = self.catalog.state(ref.definition.name).parts
-            rows = sum(parts[s].rows for s in existing(ref.subscripts, parts))
-            length = ref.definition.length
-            reports.append(ReferenceReport(ref.binding.text, ref.text, part_start(ref.first, length),
-                                           part_start(ref.last, length), rows))
-        return reports
 
     def recompute(self, definition: ObjectDef, subscript: int, scope: int | None = None) -> DataFrame:
         """The view part computed from scratch with the view's RECOMPUTE query; ``scope`` limits

@@ -142,7 +142,8 @@ def plan_query(view: CompiledView, query: CompiledQuery, how: ClauseKind, catalo
         offsets[binding.placeholder] = (low, high)
     if query is view.range:
         return RangePlan(how, ClauseKind.RANGE, query, query.sql, offsets)
-    lifted = lift(query.sql, frozenset(offsets))
+    inputs = frozenset(offsets)
+    lifted = query.analysed(("lift", inputs), lambda tree: lift(tree, inputs))
     if lifted.sql is None:
         return RangePlan(reason=f"its {how.label} query cannot be lifted to many parts: {lifted.reason}")
     return RangePlan(how, how, query, lifted.sql, offsets)

@@ -20,7 +20,8 @@ from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..wording import plural
-from .maintainer import ClauseOf, MaintenanceFailure, PendingStep
+from .maintainer import MaintenanceFailure
+from .steps import ClauseOf, PendingStep
 from .reports import StepReport
 from .timeline import Timeline, existing
 

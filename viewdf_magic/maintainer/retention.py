@@ -19,7 +19,7 @@ from ..catalog.model import ObjectDef
 from ..errors import ViewDFError
 from ..language.queries import CompiledQuery, RefKind
 from ..timeparts import format_part
-from .maintainer import ClauseOf
+from .steps import ClauseOf
 from .timeline import Timeline, check_retained
 from .views import CompiledView
 

@@ -11,11 +11,16 @@ output committer) then overlaps: docs/benchmarks.md measures it.
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Callable, TypeVar
+from typing import Callable, Iterable, Sequence, TypeVar
 
 from pyspark.sql import SparkSession
 
+from ..errors import ViewDFError
 from .cancellation import carrying_job_tags
+from .fusion import Fusion
+from .reports import StepReport
+from .steps import PendingStep, PreparedStep
+from .writer import PartWriter
 
 WORKERS = 3           # threads besides the caller's: one wave's jobs run at most four at a time
 T = TypeVar("T")
@@ -28,3 +33,47 @@ def start(spark: SparkSession, action: Callable[[], T]) -> Future[T]:
     if _pool is None:
         _pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="viewdf-step")
     return _pool.submit(carrying_job_tags(spark, action))
+
+
+def wave(first: PendingStep, others: Iterable[PendingStep | None], run_length: Callable[[PendingStep], int]
+         ) -> list[PendingStep]:
+    """``first`` and the steps of ``others`` (other views' next steps), when each computes one part (a
+    ``run_length`` of 1): every part they read exists already, so their Spark jobs may run together."""
+    if run_length(first) > 1:
+        return [first]
+    return [first, *(step for step in others if step is not None and run_length(step) == 1)]
+
+
+def compute_together(spark: SparkSession, writer: PartWriter, wave: list[PendingStep],
+                     fusions: Callable[[PendingStep], Sequence[Fusion]], keep_going: bool
+                     ) -> list[tuple[PendingStep, list[StepReport] | ViewDFError]]:
+    """Compute one part of each view of ``wave`` (with the views ``fusions`` fuses into it): analysed and
+    committed on this thread in order, their Spark jobs run together; each step's reports, or its error. As
+    one after the other, a failed step's readers are not published, and without ``keep_going`` the first
+    error is raised once every job has ended."""
+    prepared: list[tuple[PendingStep, PreparedStep | ViewDFError]] = []
+    for step in wave:
+        try:
+            prepared.append((step, writer.prepare(step, False, fusions(step))))
+        except ViewDFError as error:
+            prepared.append((step, error))
+    jobs = [p for _, p in prepared if isinstance(p, PreparedStep) and p.job is not None]
+    started = {id(p): start(spark, p.run) for p in jobs[1:]}    # the first runs on this thread
+    outcomes: list[tuple[PendingStep, list[StepReport] | ViewDFError]] = []
+    skipped: set[str] = set()
+    for step, ready in prepared:
+        try:
+            if isinstance(ready, ViewDFError):
+                raise ready
+            result = started[id(ready)].result() if id(ready) in started else ready.run()
+            if step.view.key in skipped:
+                if result.folder:
+                    writer.store.fs.delete(result.folder)
+                continue
+            outcomes.append((step, writer.finish(ready, result)))
+        except ViewDFError as error:
+            outcomes.append((step, error))
+            skipped.update(d.key for d in writer.catalog.downstream(step.view.name))
+            if not keep_going:
+                skipped.update(s.view.key for s in wave)
+    return outcomes

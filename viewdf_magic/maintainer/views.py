@@ -107,19 +107,43 @@ def _compile_guard(statement: CreateViewDF, lookup: Lookup, catalog: Catalog
     return _compile_clause(clause, lookup, statement.name.text), guard, tuple(columns)
 
 
+@dataclass(frozen=True)
+class _Clauses:
+    """A CREATE VIEW statement's clauses, compiled (each parsed once)."""
+
+    initialize: CompiledQuery
+    update: CompiledQuery
+    recompute: CompiledQuery | None
+    range: CompiledQuery | None
+    unchanged_when: CompiledQuery | None
+    empty_when: CompiledQuery | None
+    unique_update: CompiledQuery | None
+    unique_guard: CompiledQuery | None
+    unique_columns: tuple[str, ...]
+
+    def view(self, definition: ObjectDef, statement: CreateViewDF) -> CompiledView:
+        return CompiledView(definition, self.initialize, self.update, self.recompute, statement.refresh_every,
+                            self.range, self.unchanged_when, self.empty_when, self.unique_update, self.unique_guard,
+                            self.unique_columns)
+
+
+def _compile_clauses(statement: CreateViewDF, catalog: Catalog) -> _Clauses:
+    lookup = catalog_lookup(catalog)
+    name = statement.name.text
+    initialize = _compile_clause(statement.initialize, lookup, name)
+    update = _compile_clause(statement.update, lookup, name)
+    recompute = _compile_clause(statement.recompute, lookup, name) if statement.recompute else None
+    ranged = _compile_clause(statement.range, lookup, name) if statement.range else None
+    unique_update, guard, columns = _compile_guard(statement, lookup, catalog)
+    return _Clauses(initialize, update, recompute, ranged, _compile_declaration(statement.unchanged_when, statement, lookup),
+                    _compile_declaration(statement.empty_when, statement, lookup), unique_update, guard, columns)
+
+
 def compile_existing(definition: ObjectDef, catalog: Catalog) -> CompiledView:
     """Recompile a stored view definition (on reopen, or after creation)."""
     statement = parse(definition.definition)[0]
     assert isinstance(statement, CreateViewDF)
-    lookup = catalog_lookup(catalog)
-    recompute = statement.recompute and _compile_clause(statement.recompute, lookup, definition.name)
-    ranged = statement.range and _compile_clause(statement.range, lookup, definition.name)
-    return CompiledView(definition, _compile_clause(statement.initialize, lookup, definition.name),
-                        _compile_clause(statement.update, lookup, definition.name), recompute or None,
-                        statement.refresh_every, ranged or None,
-                        _compile_declaration(statement.unchanged_when, statement, lookup),
-                        _compile_declaration(statement.empty_when, statement, lookup),
-                        *_compile_guard(statement, lookup, catalog))
+    return _compile_clauses(statement, catalog).view(definition, statement)
 
 
 class ViewDefiner:
@@ -129,17 +153,16 @@ class ViewDefiner:
         self.catalog = catalog
         self.timeline = timeline
         self.runner = runner
+        self._defined: dict[str, CompiledView] = {}
 
     def define(self, statement: CreateViewDF) -> ObjectDef:
+        """The catalog entry of a new view, checked; its compiled clauses are kept for ``take_compiled``."""
         name = statement.name
         if self.catalog.get(name.text) is not None or name.key == CATALOG_VIEW:
             raise statement.fragment.error(f"'{name.text}' already exists", name.start, name.end)
-        lookup = catalog_lookup(self.catalog)
-        initialize = _compile_clause(statement.initialize, lookup, name.text)
-        update = _compile_clause(statement.update, lookup, name.text)
-        recompute = _compile_clause(statement.recompute, lookup, name.text) if statement.recompute else None
-        ranged = _compile_clause(statement.range, lookup, name.text) if statement.range else None
-        unique_update, guard, _ = _compile_guard(statement, lookup, self.catalog)
+        compiled = _compile_clauses(statement, self.catalog)
+        initialize, update, recompute, ranged = compiled.initialize, compiled.update, compiled.recompute, compiled.range
+        unique_update, guard = compiled.unique_update, compiled.unique_guard
         clauses = [q for q in (initialize, update, recompute, ranged, unique_update) if q]
         sources = self._sources(clauses, name.text)
         partitioned = [s for s in sources if s.partitioned]
@@ -167,10 +190,9 @@ class ViewDefiner:
         if unique_update and guard:
             self._check_references(unique_update, draft, ClauseKind.UPDATE)
             self._check_references(guard, draft, "UNIQUE WHEN")
-        for declared, clause in ((statement.unchanged_when, "UNCHANGED WHEN"), (statement.empty_when, "EMPTY WHEN")):
-            compiled = _compile_declaration(declared, statement, lookup)
-            if compiled is not None:
-                self._check_references(compiled, draft, clause)
+        for declared, clause in ((compiled.unchanged_when, "UNCHANGED WHEN"), (compiled.empty_when, "EMPTY WHEN")):
+            if declared is not None:
+                self._check_references(declared, draft, clause)
         schema = self._infer_schema(initialize, update, recompute, draft)
         if unique_update:
             analyzed = self._analyze(unique_update, replace(draft, schema_json=schema.json()), ClauseKind.UPDATE)
@@ -178,7 +200,15 @@ class ViewDefiner:
         draft = replace(draft, schema_json=schema.json())
         if statement.start_at_latest:
             draft = replace(draft, start=self._latest_start(draft, partitioned))
+        self._defined[draft.key] = compiled.view(draft, statement)
         return draft
+
+    def take_compiled(self, definition: ObjectDef) -> CompiledView | None:
+        """The clauses ``define`` compiled for ``definition`` (the same view: its id and statement), once."""
+        view = self._defined.pop(definition.key, None)
+        if view is None or (view.definition.id, view.definition.definition) != (definition.id, definition.definition):
+            return None
+        return replace(view, definition=definition)
 
     def _sources(self, clauses: list[CompiledQuery], view: str) -> list[ObjectDef]:
         seen: dict[str, ObjectDef] = {}

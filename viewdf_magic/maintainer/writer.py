@@ -1,0 +1,207 @@
+"""Computing, storing and committing view parts: a step is analysed (``prepare``: known empty, the
+previous part's rows again, or a Spark job ready to run), its job runs (perhaps on another thread,
+maintainer/together.py), and its part is recorded and committed (``finish``). A range step's parts are
+recorded here too (``recorded``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import deque
+from typing import Callable, Sequence
+
+import pandas as pd
+
+from ..catalog.actions import Action, Part, Verified
+from ..catalog.catalog import Catalog
+from ..catalog.model import ObjectDef, PartMeta, Slice
+from ..language.queries import CompiledQuery
+from ..language.statements import ClauseKind
+from ..storage.parts import EMPTY_CHECKSUM, Counted, PartStore
+from ..storage.spark_errors import SPARK_ERRORS
+from ..timeparts import part_start
+from .execute import QueryRunner, explain_text
+from .fusion import Fusion, embed
+from .reports import ReferenceReport, StepReport
+from .steps import PartPreview, PendingStep, PreparedStep, Written, empty_rule, resolved_sql
+from .timeline import Timeline, check_retained, existing
+from .views import CompiledView
+
+
+class PartWriter:
+    """Computes one view part and commits it, or records the parts a range step wrote."""
+
+    def __init__(self, catalog: Catalog, store: PartStore, runner: QueryRunner, timeline: Timeline,
+                 compiled: Callable[[ObjectDef], CompiledView], history: deque[StepReport]) -> None:
+        self.catalog = catalog
+        self.store = store
+        self.runner = runner
+        self.timeline = timeline
+        self.compiled = compiled          # a view's compiled clauses (Maintainer.compiled)
+        self.history = history            # the maintainer's recent step reports
+        self.jobless_empty_parts = True   # record parts known to be empty without a Spark job
+
+    def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None,
+                fusions: Sequence[Fusion] = ()) -> list[StepReport]:
+        """Compute, store and commit one view part (and the ``fusions``' parts, in the same Spark job). With
+        ``previous`` (the stored part, when late data is repaired), an identical result keeps the stored part
+        and only records that it was checked."""
+        prepared = self.prepare(step, plan, fusions)
+        return self.finish(prepared, prepared.run(), previous)
+
+    def prepare(self, step: PendingStep, plan: bool, fusions: Sequence[Fusion]) -> PreparedStep:
+        """``step`` analysed, with its Spark job (if it needs one) ready to run."""
+        definition, subscript, how, query, refs = step.view, step.subscript, step.how, step.query, step.refs
+        started = time.perf_counter()
+        lineage = self.timeline.lineage(refs)
+        empty_because = self.known_empty(step)
+        if empty_because is not None:
+            check_retained(self.catalog, query, refs)
+            plan_text = f"No Spark job: the query returns no rows when {empty_because}." if plan else None
+            # the fused views' parts are empty too, recorded with it
+            return PreparedStep(step, started, lineage, plan_text, Written("", {}, tuple(fusions)))
+        carried = self.unchanged(step)
+        if carried is not None:
+            previous_part, because = carried
+            plan_text = f"No Spark job: the part holds {definition.name}[{subscript - 1}]'s rows, as {because}." \
+                if plan else None
+            # fused views step on their own
+            return PreparedStep(step, started, lineage, plan_text,
+                                Written("", {None: Counted(previous_part.rows, previous_part.checksum)}, ()),
+                                folders=previous_part.folders)
+        self.catalog.flush()      # parts recorded without a job so far are published before this one
+        bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.label})",
+                                 schema=definition.schema, clause=how.label)
+        with bound.running():
+            stamped = self.store.stamp(definition, subscript, bound.frame)
+            fused = None
+            if fusions:
+                try:
+                    fused = embed(list(fusions), self.runner, stamped)
+                except SPARK_ERRORS:       # a fused view's error: it is reported when that view steps alone
+                    fused = None
+            plan_text = explain_text(bound.frame) if plan else None
+
+        def write() -> Written:
+            with bound.running():
+                if fused is not None:
+                    try:
+                        return Written(*self.store.write_part(definition, subscript, *fused), tuple(fusions))
+                    except SPARK_ERRORS:      # as above
+                        pass
+                return Written(*self.store.write_part(definition, subscript, stamped), ())
+        return PreparedStep(step, started, lineage, plan_text, None, job=write)
+
+    def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None) -> list[StepReport]:
+        """Record and commit what ``prepared``'s step computed (``result``)."""
+        step, (folder, written, fusions) = prepared.step, result
+        definition, subscript, how = step.view, step.subscript, step.how
+        seconds = time.perf_counter() - prepared.started
+        meta, report = self.recorded(step, written.get(None), folder, (subscript, subscript), seconds,
+                                      prepared.lineage, folders=prepared.folders)
+        report = dataclasses.replace(report, plan=prepared.plan)
+        if previous is not None and previous.checksum == meta.checksum and previous.how is how:
+            if folder:
+                self.store.fs.delete(folder)
+            self.catalog.commit([Verified(definition.key, subscript, seconds)])
+            report = dataclasses.replace(report, repair="unchanged")
+            self.history.append(report)
+            return [report]
+        # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
+        # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
+        same_rows = previous is not None and previous.checksum == meta.checksum
+        if previous is not None:
+            meta = dataclasses.replace(meta, repairs=previous.repairs + 1, repair_seconds=previous.repair_seconds + seconds,
+                                       repairs_changed=previous.repairs_changed + (not same_rows))
+            report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
+        actions: list[Action] = [Part(definition.key, meta, same_rows)]
+        reports = [report]
+        for fusion in fusions:
+            fused_meta, fused_report = self.fused_part(fusion, step, written, folder, (subscript, subscript))
+            actions.append(Part(fusion.view.key, fused_meta))
+            reports.append(fused_report)
+        self.catalog.commit(actions)
+        self.history.extend(reports)
+        return reports
+
+    def known_empty(self, step: PendingStep) -> str | None:
+        """When ``step``'s inputs make its part certainly empty: which of them are empty, in words
+        (e.g. ``M[5] is empty``); None when a Spark job must compute it."""
+        if not self.jobless_empty_parts:
+            return None
+        declared = self._declared(step, self.compiled(step.view).empty_when)
+        if declared is not None:
+            return declared
+        rule = empty_rule(step.query)
+        if rule.never:
+            return None
+        refs = {ref.binding.placeholder: ref for ref in step.refs}
+        if not rule.holds(lambda placeholder: self.runner.is_empty(refs[placeholder])):
+            return None
+        return rule.describe({placeholder: ref.text for placeholder, ref in refs.items()})
+
+    def unchanged(self, step: PendingStep) -> tuple[PartMeta, str] | None:
+        """The view's previous part, when its UNCHANGED WHEN inputs are empty at ``step``'s UPDATE, with the
+        reason in words; its rows are then the new part's too (a slice read as another part is stamped
+        as that part), and no Spark job runs. Not for a previous part stored before slices existed."""
+        if not self.jobless_empty_parts or not step.how.same_clause(ClauseKind.UPDATE):
+            return None
+        because = self._declared(step, self.compiled(step.view).unchanged_when)
+        previous = self.catalog.state(step.view.name).parts.get(step.subscript - 1)
+        if because is None or previous is None or not all(Slice.parse(f).part is not None for f in previous.folders):
+            return None
+        return previous, f"{because} (UNCHANGED WHEN)"
+
+    def _declared(self, step: PendingStep, declaration: CompiledQuery | None) -> str | None:
+        """``X[5] is empty and ...`` when every part ``declaration`` names is known, kept and empty."""
+        if declaration is None:
+            return None
+        refs = self.timeline.resolve(declaration, step.view, step.subscript)
+        for ref in refs:
+            state = self.catalog.states.get(ref.definition.key)
+            dropped = state.dropped_before if state is not None else None
+            if not self.timeline.available(ref, step.view) or (dropped is not None and (ref.first or 0) < dropped) \
+                    or not self.runner.is_empty(ref):
+                return None
+        return " and ".join(f"{ref.text} is empty" for ref in refs)
+
+    def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
+        return PartPreview(self.catalog, self.store, definition, subscript)
+
+    def reference_reports(self, step: PendingStep) -> list[ReferenceReport]:
+        reports = []
+        for ref in step.refs:
+            if ref.first is None or ref.last is None:
+                reports.append(ReferenceReport(ref.binding.text, ref.binding.name, None, None, None))
+                continue
+            parts = self.catalog.state(ref.definition.name).parts
+            rows = sum(parts[s].rows for s in existing(ref.subscripts, parts))
+            length = ref.definition.length
+            reports.append(ReferenceReport(ref.binding.text, ref.text, part_start(ref.first, length),
+                                           part_start(ref.last, length), rows))
+        return reports
+
+    def recorded(self, step: PendingStep, counted: Counted | None, folder: str, span: tuple[int, int],
+                  seconds: float, lineage: tuple, column: str | None = None,
+                  folders: tuple[str, ...] | None = None) -> tuple[PartMeta, StepReport]:
+        """The catalog entry and the report of a part that a write stored as ``counted`` in ``folder`` (or,
+        given ``folders``, that is those slices)."""
+        definition, subscript = step.view, step.subscript
+        rows, checksum = (counted.rows, counted.checksum) if counted is not None else (0, EMPTY_CHECKSUM)
+        if folders is None:
+            folders = (Slice(folder, subscript, span[0], span[1], column).text,) if rows else ()
+        meta = PartMeta(subscript, rows, folders, seconds, lineage, time.time(), step.how, checksum)
+        report = StepReport(definition.name, subscript, part_start(subscript, definition.length), step.how, rows,
+                            seconds, lineage, resolved_sql(step.query, step.refs), self.reference_reports(step),
+                            None, self._preview_loader(definition, subscript))
+        return meta, report
+
+    def fused_part(self, fusion: Fusion, source: PendingStep, written: dict[str | None, Counted], folder: str,
+                    span: tuple[int, int]) -> tuple[PartMeta, StepReport]:
+        """A fused view's part written with ``source``'s part."""
+        how, query = fusion.hows[source.subscript]
+        refs = self.timeline.resolve(query, fusion.view, source.subscript)
+        step = PendingStep(fusion.view, source.subscript, how, query, refs, True)
+        lineage = self.timeline.lineage(refs, (source.view.key, span[1]))
+        meta, report = self.recorded(step, written.get(fusion.column), folder, span, 0.0, lineage, fusion.column)
+        return meta, dataclasses.replace(report, fused_into=f"{source.view.name}[{source.subscript}]")
