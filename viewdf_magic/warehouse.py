@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame, SparkSession
 
 from .engine import catalog_tables
 from .engine.engine import Engine
-from .engine.conform import conform_by_name, to_frame
+from .engine.conform import conform_by_name
 from .engine.ingest import IngestReport
 from .engine.reads import Reads
 from .engine.results import MaintenanceWarning, PartCheck, Result
@@ -100,19 +100,13 @@ class Warehouse:
         A Spark DataFrame is read twice, once to count and check it and once to write it; persist
         it first if computing it is expensive (nondeterministic plans are cached automatically, and
         a batch whose second read puts rows in other parts is redone from a cache)."""
-        engine = self.engine
-        with engine.writing():
-            definition = engine.require(stream, ("stream",))
-            frame = to_frame(engine.spark, data)
-            if frame.columns:   # errors have no statement text to point into
-                frame = conform_by_name(frame, definition.schema, ViewDFError)
-            with engine.refusals_counted():
-                report = engine.ingester.append_stream(definition, frame, ViewDFError)
-            engine.maintain_after(report)
-            report.failures = [str(f) for f in engine.maintainer.failures]
-            for failure in report.failures:   # statements report failures in their message instead
-                warnings.warn(MaintenanceWarning(failure), stacklevel=2)
-            return report
+        with self.engine.writing():
+            result = dispatch(self.engine, st.Ingest(*_named(stream), data))
+        report = result.ingested
+        assert report is not None      # an ingest's result carries its report
+        for failure in report.failures:   # statements report failures in their message instead
+            warnings.warn(MaintenanceWarning(failure), stacklevel=2)
+        return report
 
     def sink(self, stream: str, name: str | None = None) -> Callable[[DataFrame, int], None]:
         """A ``foreachBatch`` function that takes each micro-batch of a Structured Streaming query into

@@ -12,6 +12,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql.types import IntegralType, StructType
 
 from ..language import statements as st
+from .ingest import IngestReport
 from ..language.queries import CompiledQuery
 from ..maintainer.compare import Comparison
 from ..maintainer.execute import explain_text
@@ -50,6 +51,7 @@ class Result:
     tables: list[tuple[str, pd.DataFrame]] = field(default_factory=list)   # further titled tables
     sections: list[tuple[str, str]] = field(default_factory=list)   # titled long texts, shown folded
     note: str | None = None               # one line under a query's rows: the views it reads that lag
+    ingested: IngestReport | None = None  # what an ingest of a DataFrame did (Warehouse.ingest)
 
     @property
     def has_rows(self) -> bool:

@@ -30,6 +30,7 @@ HANDLERS: dict[type[st.Statement], Handler] = dict([
     _handles(st.Drop, definitions.drop),
     _handles(st.Insert, data.insert),
     _handles(st.Load, data.load),
+    _handles(st.Ingest, data.ingest),
     _handles(st.Delete, data.change),
     _handles(st.Update, data.change),
     _handles(st.Seal, data.seal),

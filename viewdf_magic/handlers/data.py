@@ -5,6 +5,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from contextlib import nullcontext
+from typing import cast
+
+import pandas as pd
 
 from pyspark.sql import DataFrame
 from pyspark.sql.types import StructField, StructType
@@ -13,7 +16,8 @@ from ..catalog.actions import Advance, Loaded
 from ..catalog.model import LoadedFile, ObjectDef
 from ..errors import ViewDFError
 from ..storage.landing import Taken, UnreadablePath, fingerprint, sort_files
-from ..engine.conform import ErrorAt, bad_line, conform_by_position, read_file, target_fields, uncastable
+from ..engine.conform import (ErrorAt, bad_line, conform_by_name, conform_by_position, read_file, target_fields, to_frame,
+                              uncastable)
 from ..engine.ingest import MAX_NEW_PARTS
 from ..wording import agreeing, plural
 from ..language import statements as st
@@ -69,6 +73,19 @@ def _at_rejected_value(message: str, query: CompiledQuery, frame: DataFrame, fie
         return query.fragment.error(message)
     row, column = found
     return query.fragment.error(message, *(written_span(query.rewritten, rows[row][column]) or ()))
+
+
+def ingest(engine: Engine, statement: st.Ingest) -> Result:
+    """A batch given as a pandas or Spark DataFrame, appended to a stream; the views are then maintained."""
+    definition = engine.require(statement.target.text, ("stream",))
+    frame = to_frame(engine.spark, cast("pd.DataFrame | DataFrame", statement.data))
+    if frame.columns:   # errors have no statement text to point into
+        frame = conform_by_name(frame, definition.schema, ViewDFError)
+    with engine.refusals_counted():
+        report = engine.ingester.append_stream(definition, frame, ViewDFError)
+    engine.maintain_after(report)
+    report.failures = [str(f) for f in engine.maintainer.failures]
+    return Result(statement, f"Ingested {report}.", steps=report.steps, ingested=report)
 
 
 def load(engine: Engine, statement: st.Load) -> Result:

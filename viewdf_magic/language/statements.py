@@ -181,6 +181,14 @@ class Insert(Statement):
 
 
 @dataclass(frozen=True)
+class Ingest(Statement):
+    """``Warehouse.ingest(stream, data)``: a batch of rows given as a pandas or Spark DataFrame (no text form)."""
+
+    target: Name
+    data: object
+
+
+@dataclass(frozen=True)
 class Assignment:
     """``column = value`` of an UPDATE's SET list."""
 
