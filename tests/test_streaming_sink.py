@@ -4,13 +4,18 @@ and the views equal counts computed from the input with pandas."""
 
 from __future__ import annotations
 
+import socket
+import textwrap
+import threading
 import time
 
 import pandas as pd
 import pytest
+from pyspark.errors import StreamingQueryException
 
+from crash_worker import Child
 from test_late_data import expected_lateness
-from viewdf_magic import ViewDFError
+from viewdf_magic import ViewDFError, Warehouse
 
 START = pd.Timestamp("2015-01-01 10:00:00")
 SCHEMA = "ts TIMESTAMP, src STRING, loss BIGINT"      # as pandas writes it; the stream casts to INT
@@ -105,3 +110,61 @@ def test_a_rate_stream_feeds_the_stream_and_a_bad_batch_fails_the_query(spark, m
     with pytest.raises(ViewDFError, match=r"batch 0 of the sink 'rate' into M is older than the newest it took"):
         sink(good, 0)
     assert len(warehouse.execute("SELECT * FROM M")) == len(arrived)
+
+
+# another process (a notebook's kernel, say) holding the warehouse's writer lock: no Spark needed to hold it
+LOCK_HOLDER = textwrap.dedent("""
+    import sys
+    from viewdf_magic.catalog.local_fs import LocalFileSystem
+    from viewdf_magic.catalog.lock import WriterLock
+    with WriterLock(LocalFileSystem("file:" + sys.argv[1]), status=False).held():
+        print("HELD", flush=True)
+        sys.stdin.readline()
+    print("RELEASED", flush=True)
+""")
+
+
+def test_a_sink_waits_for_a_writer_lock_and_with_a_timeout_fails_the_batch_which_a_restart_takes_once(
+        spark, tmp_path):
+    landing, checkpoint, path = tmp_path / "landing", tmp_path / "checkpoint", tmp_path / "wh"
+    landing.mkdir()
+    batches = [rows([0, 0.5, 1], [3, 4, 5]), rows([1.5, 2], [6, 7])]
+    for k, frame in enumerate(batches):
+        frame.to_parquet(landing / f"batch-{k}.parquet", coerce_timestamps="us", allow_truncated_timestamps=True)
+    everything = pd.concat(batches, ignore_index=True)
+
+    def run(warehouse: Warehouse) -> None:
+        source = spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(landing))
+        query = (source.writeStream.foreachBatch(warehouse.sink("M")).option("checkpointLocation", str(checkpoint))
+                 .trigger(availableNow=True).start())
+        query.awaitTermination()
+
+    patient = Warehouse(str(path), spark=spark, progress=False)            # no timeout: waits for the lock
+    patient.run(DDL)
+    holder = Child(["-c", LOCK_HOLDER, str(path)], tmp_path / "holder-stderr.txt")
+    try:
+        holder.wait_for("HELD", timeout=120)
+        # with a timeout, the micro-batch fails with the lock's message, and the query with it; nothing is written
+        hasty = Warehouse(str(path), spark=spark, progress=False, lock_timeout=1.0)
+        with pytest.raises(StreamingQueryException) as failed:
+            run(hasty)
+        error = str(failed.value)
+        assert f"is in use by process {holder.proc.pid} on {socket.gethostname()} (writing since " in error
+        assert "; waited 1s. If that process is gone, delete " in error
+        assert patient.reads.state("M").sink_batches == {} and not patient.reads.state("M").parts
+        # without one, the batch waits for the holder (the query makes no progress meanwhile, and does not fail)
+        finished = threading.Event()
+        waiting = threading.Thread(target=lambda: (run(patient), finished.set()), daemon=True)
+        waiting.start()
+        time.sleep(3)
+        assert not finished.is_set() and not patient.reads.state("M").parts
+        holder.send("release")
+        holder.wait_for("RELEASED", timeout=60)
+        waiting.join(timeout=300)
+        assert finished.is_set()
+    finally:
+        holder.kill()
+    # the restart replayed the failed batch 0 from the checkpoint, and took it once
+    assert patient.reads.state("M").sink_batches == {"m": 1}
+    assert stored(patient) == per_minute(everything)
+    assert len(patient.execute("SELECT * FROM M")) == len(everything)
