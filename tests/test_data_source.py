@@ -88,3 +88,28 @@ def test_a_view_as_a_streaming_source_emits_each_published_part_and_restarts_fro
     run()
     run()                                                                               # nothing new: no batch
     assert emitted[2:] == [([FIRST + m for m in range(3, 8)], helper(3, 7))]
+
+
+def test_registered_views_serve_spark_sql_and_spark_table_with_the_newest_published_parts(spark, warehouse):
+    warehouse.execute(NETWORK_DDL)
+    warehouse.execute(WINDOW_VIEW)
+    warehouse.ingest("M", batch([0, 1, 2, 3], [12, 15, 24, 20]))
+    try:
+        assert warehouse.register_views("wh_") == ["wh_Helper", "wh_M", "wh_Recent", "wh_View2"]
+        for name in ("M", "Helper", "View2", "Recent"):
+            assert rows(spark.sql(f"SELECT * FROM wh_{name}").toPandas()) == \
+                rows(warehouse.execute(f"SELECT * FROM {name}")), name
+        first = spark.sql("SELECT count(*) AS n FROM wh_M").collect()[0].n
+        assert first == 4
+        # a late row and new parts: the same SQL, and spark.table, read the repaired and the new parts
+        warehouse.ingest("M", batch([1.5, 4, 5], [30, 16, 7]))
+        assert spark.sql("SELECT count(*) AS n FROM wh_M").collect()[0].n == 7
+        assert rows(spark.table("wh_View2").toPandas()) == rows(warehouse.execute("SELECT * FROM View2"))
+        assert rows(spark.table("wh_Recent").toPandas()) == rows(warehouse.execute("SELECT * FROM Recent"))
+        chosen = spark.sql("SELECT DISTINCT PART_TIMESTAMP FROM wh_M WHERE PART_TIMESTAMP >= '2015-01-01 10:04:00'")
+        assert sorted(str(r[0]) for r in chosen.collect()) == ["2015-01-01 10:04:00", "2015-01-01 10:05:00"]
+        warehouse.execute("DROP VIEW Recent")
+        assert not spark.catalog.tableExists("wh_Recent") and spark.catalog.tableExists("wh_View2")
+    finally:
+        warehouse.engine.session_views.drop()
+    assert not spark.catalog.tableExists("wh_M")

@@ -134,6 +134,16 @@ class Warehouse:
                     warnings.warn(MaintenanceWarning(str(failure)), stacklevel=2)
         return take
 
+    def register_views(self, prefix: str = "") -> list[str]:
+        """Register every stream and view (not translated views' helpers) as a temporary view of the session,
+        so that ``spark.sql`` and ``spark.table`` read them (with ``PART_TIMESTAMP``), and return their names
+        (``prefix`` + name).
+
+        They read the parts published when a query is analysed, and are made again after every statement
+        this warehouse runs (about 20-40 ms each, so this is off until asked for); a change made by another
+        process is seen after this warehouse's next statement, or by calling this again."""
+        return self.engine.register_views(prefix)
+
     def recompute(self, view: str, part_timestamp: TimestampLike, scope: int | None = None) -> pd.DataFrame:
         """The view part containing ``part_timestamp``, computed from scratch (RECOMPUTE). With
         ``scope``, ranges open below (``S[.. j]``, e.g. a pattern view's Direct strategy) read only

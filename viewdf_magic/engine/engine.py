@@ -42,6 +42,7 @@ from ..storage.vacuum import sweep
 from ..timeparts import TimestampLike, format_part, part_start, subscript_of
 
 from .query_views import recompute_runs
+from .session_views import SessionViews
 from .reads import Reads
 from .results import PartCheck, timed
 
@@ -72,6 +73,7 @@ class Engine:
         self.corrector = Corrector(self.spark, self.catalog, self.store, self.ingester, maintainer.runner.named)
         self.writer = WriterLock(self.fs, lock_timeout, status=progress)
         self.reads = Reads(self.spark, self.catalog, self.maintainer)
+        self.session_views: SessionViews | None = None     # register_views: the session's temporary views
         self._lock = threading.RLock()
         self._since: int | None = None    # catalog version when the running statement began
         self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data
@@ -88,11 +90,28 @@ class Engine:
 
     @contextmanager
     def writing(self) -> Iterator[None]:
-        """Hold the writer lock (one writing process at a time) on the newest catalog, interruptibly."""
-        with self._lock, self.writer.held():
+        """Hold the writer lock (one writing process at a time) on the newest catalog, interruptibly; then bring
+        the session's views up to date (``register_views``)."""
+        try:
+            with self._lock, self.writer.held():
+                self._refresh()
+                with self._interruptible():
+                    yield
+        finally:
+            if self.session_views is not None and self._since is None:      # the statement's outermost block
+                with self._lock:
+                    self.session_views.refresh()
+
+    def register_views(self, prefix: str = "") -> list[str]:
+        """Register every stream and view as a temporary view ``prefix + name`` of the session, kept current
+        (engine/session_views.py); the names registered."""
+        with self._lock:
+            if self.session_views is not None:
+                self.session_views.drop()
+            self.session_views = SessionViews(self.spark, self.path, self.catalog, prefix)
             self._refresh()
-            with self._interruptible():
-                yield
+            self.session_views.refresh()
+            return sorted(self.session_views.names.values())
 
     @contextmanager
     def reading(self) -> Iterator[None]:
@@ -100,6 +119,8 @@ class Engine:
         needed."""
         with self._lock:
             self._refresh()
+            if self.session_views is not None:
+                self.session_views.refresh()
             with self._interruptible():
                 yield
 
