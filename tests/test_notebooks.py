@@ -261,11 +261,26 @@ def _expects_error(cell) -> bool:
     return "raises-exception" in cell.get("metadata", {}).get("tags", [])
 
 
+def _merged(outputs: list) -> list:
+    """``outputs`` with each run of printed text (stream outputs of one name) as one output: the kernel sends
+    printed text in as many messages as its buffer was flushed, which depends on timing, and a reader sees
+    one text."""
+    merged: list = []
+    for output in outputs:
+        previous = merged[-1] if merged else None
+        if previous is not None and output.get("output_type") == previous.get("output_type") == "stream" \
+                and output.get("name") == previous.get("name"):
+            merged[-1] = {**previous, "text": previous.get("text", "") + output.get("text", "")}
+        else:
+            merged.append(output)
+    return merged
+
+
 def _text(notebook) -> str:
     """Every output's text, with the message of each expected error (shown without a traceback)."""
     return "\n".join(output.get("text", "") + output.get("data", {}).get("text/plain", "")
                      + ANSI_ESCAPE.sub("", "\n".join(output.get("traceback", [])))
-                     for cell in notebook.cells for output in cell.get("outputs", []))
+                     for cell in notebook.cells for output in _merged(cell.get("outputs", [])))
 
 
 # What may differ between two runs of a notebook: times and sizes, temporary folders, object addresses,
@@ -279,7 +294,7 @@ VOLATILE = [(re.compile(r"\d+\.\d+"), "#.#"), (re.compile(r"/tmp/[\w./-]+"), "/t
 def _comparable(cell) -> list[tuple[str, str]]:
     """A code cell's outputs as a reader sees their text, with what varies between runs masked."""
     shown = []
-    for output in cell.get("outputs", []):
+    for output in _merged(cell.get("outputs", [])):
         kind = output["output_type"]
         text = (output.get("text", "") if kind == "stream" else
                 ANSI_ESCAPE.sub("", "\n".join(output.get("traceback", []))) if kind == "error" else
