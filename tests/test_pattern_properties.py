@@ -1,10 +1,13 @@
 """Pattern views against an independent backtracking oracle (tests/pattern_oracle.py): random patterns
 and streams (hypothesis), a corpus of tricky cases with hand-computed rows, and the Helper's state
-staying bounded on a long run. For every part: stored incremental rows == oracle == RECOMPUTE (Direct)."""
+staying bounded on a long run. For every part: stored incremental rows == oracle == RECOMPUTE (Direct).
+Each random test draws 4 examples a run in ``./run test`` (each run draws new ones) and 30 in ``./run stress``;
+VIEWDF_PATTERN_EXAMPLES sets the first number."""
 
 from __future__ import annotations
 
 import itertools
+import os
 from dataclasses import replace
 
 import pandas as pd
@@ -20,6 +23,8 @@ STREAM = "CREATE STREAM M (ts TIMESTAMP, src STRING, x INT, y INT) TIMESTAMP ts 
 OPS = st.sampled_from([">=", "<=", "<>", ">", "<", "="])
 FUNCTIONS = st.sampled_from(["avg", "sum", "count", "min", "max"])
 _names = itertools.count()
+EXAMPLES = int(os.environ.get("VIEWDF_PATTERN_EXAMPLES", "4"))
+STRESS_EXAMPLES = 30
 
 
 def stream(events: list[tuple]) -> pd.DataFrame:
@@ -126,9 +131,16 @@ def streams(draw) -> pd.DataFrame:
     return stream(events or [(0, 0, "p", 1, 1)])
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pattern=patterns(), data=streams())
 def test_random_patterns_match_oracle_and_recompute(make_warehouse, pattern, data):
+    check(make_warehouse(f"random{next(_names)}"), data, pattern)
+
+
+@pytest.mark.stress
+@settings(max_examples=STRESS_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(pattern=patterns(), data=streams())
+def test_random_patterns_match_oracle_and_recompute_at_length(make_warehouse, pattern, data):
     check(make_warehouse(f"random{next(_names)}"), data, pattern)
 
 
@@ -136,7 +148,7 @@ RISING = Pattern((("a", False), ("b", True)), (Cmp(">", Ref("b", "cur", "x"), Re
                  (("src", Ref(None, "cur", "src")), ("n", Agg("count*", None, ""))), ("src",))
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pattern=patterns(), data=streams())
 @example(pattern=RISING, data=stream([(0, 0, "p", 1, 1), (1, 0, "p", 2, 2), (1, 0, "q", 0, 0), (2, 0, "p", 3, 3),
                                       (2, 30, "p", 4, 4), (2, 0, None, 1, 1), (2, 30, None, 2, 2), (3, 0, "p", 5, 5)]))
@@ -174,7 +186,7 @@ def single_event_streams(draw) -> pd.DataFrame:
     return stream(events or [(0, 0, "p", 1, 1)])
 
 
-@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(pattern=patterns(), data=single_event_streams())
 def test_single_event_plan_matches_oracle(make_warehouse, pattern, data):
     """Over a UNIQUE (src) PER PART stream the Helper takes the plan without grouping, folding or
