@@ -189,6 +189,18 @@ PROMISES = {
         r"2015-07-15 00:00:07\s+1300\s+\d+",
         r"(Image\(value=b'\\x89PNG|Canvas\()",
     ],
+    "10-pipelines": [
+        # one file a minute, two rows each, one micro-batch per file: 10:01-10:04, then 10:05-10:06, then none
+        r"4 micro-batches of 8 rows; M holds 8 rows",
+        r"\['Lossy', 'M'\]",                              # register_views: the helper is left out
+        # losses 12, 15, 24, 20 from 10:01: four minutes over 10 by 10:04 (71), five by 10:05 (87); 7 at 10:06
+        r"\|10\.0\.0\.1\|10\.0\.0\.2\|2015-01-01 10:01:10\|  4\|      71\|2015-01-01 10:04:00\|\n\+",
+        r"2 micro-batches of 4 rows; M holds 12 rows",
+        r"\|10\.0\.0\.1\|10\.0\.0\.2\|  4\|      71\|2015-01-01 10:04:00\|\n"
+        r"\|10\.0\.0\.1\|10\.0\.0\.2\|  5\|      87\|2015-01-01 10:05:00\|\n\+",
+        r"0 micro-batches of 0 rows; M holds 12 rows",        # a re-run takes nothing twice
+        r"every part of Lossy equals its recomputation: True",
+    ],
 }
 
 

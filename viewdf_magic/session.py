@@ -98,6 +98,10 @@ def connect_session(master: str | None = None, remote: str | None = None,
         active.stop()
     assert master is not None      # exactly one of master and remote is given
     builder = SparkSession.builder.appName(EMBEDDED_APP).master(master)
+    if master.startswith("local"):
+        # Spark's Python workers (the viewdf data source, UDFs) run this interpreter, with its packages,
+        # not whichever python3 comes first on PATH (the JVM and its workers inherit the variable)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     for key, value in {**EMBEDDED_CONFIG, **(conf or {})}.items():
         builder = builder.config(key, value)
     spark = _with_jvm_stderr_in_log(builder.getOrCreate)
