@@ -163,6 +163,13 @@ def test_lateness_and_retention_refuse_a_change_before_anything_is_written(make_
                              "newest part of M (2015-01-01 10:09:00), which is closed; nothing was changed")
     assert error.position == text.index("ts <")
     assert warehouse.catalog.version == version
+    # bounded to that one part, the DELETE rewrites it without counting first: refused all the same, and a
+    # condition that no row there meets deletes nothing and is not refused
+    one = f"DELETE FROM M WHERE ts >= {at(2)} AND ts < {at(3)}"
+    assert error_of(warehouse, one + " AND loss = 5").message == error.message
+    assert warehouse.run(one + " AND loss = -1")[0].message == (
+        "Deleted 0 rows of M; read 1 of M's 10 stored parts (2015-01-01 10:02:00), chosen by the condition on ts.")
+    assert warehouse.catalog.version == version
     assert warehouse.run(f"DELETE FROM M WHERE ts >= {at(6)} AND loss = 5")[0].message.startswith(
         "Deleted 1 row of M in 1 part")
     assert stream_rows(warehouse) == model_rows(data[~((data.ts >= BASE + pd.Timedelta(minutes=6)) & (data.loss == 5))])
