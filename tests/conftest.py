@@ -32,7 +32,7 @@ LONG_FIRST = ("tests/test_range_steps.py", "tests/test_pattern_properties.py", "
               "tests/test_hostile_input.py", "02-writing-viewdfs", "tests/test_interrupt.py",
               "tests/test_window_properties.py", "04-late-data", "tests/test_replay.py", "03-sliding-windows",
               "tests/test_cluster.py", "05-benchmarking", "01-quickstart", "tests/test_timeline.py",
-              "tests/test_sink_kills.py")
+              "tests/test_sink_kills.py", "tests/test_pipelines.py")
 NOTEBOOK_RUN = "tests/test_notebooks.py::test_notebook_runs_on_a_fresh_kernel["
 
 
