@@ -6,11 +6,13 @@ from __future__ import annotations
 import datetime as dt
 
 import pandas as pd
+import pytest
 from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
 from pyspark.sql.types import StructType
 
 from test_late_data import PATTERN_VIEW, WINDOW_VIEW, batch
 
+from viewdf_magic.errors import ViewDFError
 from viewdf_magic.network_example import NETWORK_DDL
 from viewdf_magic.storage.data_source import ViewDFReader
 from viewdf_magic.timeparts import subscript_of
@@ -110,6 +112,18 @@ def test_registered_views_serve_spark_sql_and_spark_table_with_the_newest_publis
         assert sorted(str(r[0]) for r in chosen.collect()) == ["2015-01-01 10:04:00", "2015-01-01 10:05:00"]
         warehouse.execute("DROP VIEW Recent")
         assert not spark.catalog.tableExists("wh_Recent") and spark.catalog.tableExists("wh_View2")
+        # a failing statement reports its own error, even when remaking the session's views fails after it
+        refresh = warehouse.engine.session_views.refresh
+
+        def broken() -> None:
+            raise RuntimeError("remaking the views failed")
+        warehouse.engine.session_views.refresh = broken
+        with pytest.raises(ViewDFError, match="^cannot store the batch for M: The value 'not a time' of the type "
+                                              "\"STRING\" cannot be cast to \"TIMESTAMP\""):
+            warehouse.execute("INSERT INTO M VALUES ('not a time', 'a', 'b', 1)")
+        with pytest.raises(RuntimeError, match="^remaking the views failed$"):     # after a statement that succeeds
+            warehouse.execute("SEAL M THROUGH '2015-01-01 10:07:00'")
+        warehouse.engine.session_views.refresh = refresh
     finally:
         warehouse.engine.session_views.drop()
     assert not spark.catalog.tableExists("wh_M")

@@ -92,15 +92,22 @@ class Engine:
     def writing(self) -> Iterator[None]:
         """Hold the writer lock (one writing process at a time) on the newest catalog, interruptibly; then bring
         the session's views up to date (``register_views``)."""
+        failed = True
         try:
             with self._lock, self.writer.held():
                 self._refresh()
                 with self._interruptible():
                     yield
+            failed = False
         finally:
             if self.session_views is not None and self._since is None:      # the statement's outermost block
-                with self._lock:
-                    self.session_views.refresh()
+                try:
+                    with self._lock:
+                        self.session_views.refresh()
+                except Exception:
+                    if not failed:
+                        raise
+                    # the statement's own error is the one to report; the next read refreshes the views again
 
     def register_views(self, prefix: str = "") -> list[str]:
         """Register every stream and view as a temporary view ``prefix + name`` of the session, kept current
