@@ -122,15 +122,11 @@ class Maintainer:
         """``definition``'s clauses, compiled once: when the view was defined, or when it is first read after
         a reopen. A catalog entry reread with the same contents keeps them."""
         cached = self._compiled.get(definition.key)
-        if cached is not None and cached.definition == definition:
-            return cached
-        if cached is not None and (cached.definition.id, cached.definition.definition) == \
-                (definition.id, definition.definition):
-            cached = dataclasses.replace(cached, definition=definition)      # the same statement; other fields changed
-        else:
-            cached = self.definer.take_compiled(definition) or compile_existing(definition, self.catalog)
-        self._compiled[definition.key] = cached
-        return cached
+        found = cached.for_entry(definition) if cached is not None else None
+        if found is None:
+            found = self.definer.take_compiled(definition) or compile_existing(definition, self.catalog)
+        self._compiled[definition.key] = found
+        return found
 
     def clause(self, definition: ObjectDef, subscript: int, has_parts: bool) -> tuple[ClauseKind, CompiledQuery]:
         """The clause that computes ``definition``'s part ``subscript`` (``has_parts``: some part comes before

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Callable, cast
 
 from pyspark.errors import PySparkException
@@ -25,20 +25,38 @@ _SAMPLE_SUBSCRIPTS = (1_000_000, 1_000_001, 1_000_059, 23_667_840, 23_667_899, 3
 
 
 @dataclass(frozen=True)
-class CompiledView:
-    """A view's definition with its clauses compiled for Spark."""
+class ViewClauses:
+    """A CREATE VIEW statement's clauses, compiled for Spark (each parsed once)."""
 
-    definition: ObjectDef
     initialize: CompiledQuery
     update: CompiledQuery
     recompute: CompiledQuery | None
-    refresh_every: int | None = None
     range: CompiledQuery | None = None      # RANGE: a run of parts at once (maintainer/ranges.py)
     unchanged_when: CompiledQuery | None = None   # UNCHANGED WHEN: inputs whose emptiness makes UPDATE copy V[j-1]
     empty_when: CompiledQuery | None = None       # EMPTY WHEN: inputs whose emptiness makes the part empty
     unique_update: CompiledQuery | None = None    # UPDATE .. WHEN X[j] IS UNIQUE (..): for parts where that holds
     unique_guard: CompiledQuery | None = None     # its X[j] (references only)
     unique_columns: tuple[str, ...] = ()          # its columns, as X's schema spells them
+
+    def view(self, definition: ObjectDef, statement: CreateViewDF) -> CompiledView:
+        """These clauses as the view ``definition``, which ``statement`` created."""
+        clauses = {f.name: getattr(self, f.name) for f in fields(ViewClauses)}
+        return CompiledView(**clauses, definition=definition, refresh_every=statement.refresh_every)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompiledView(ViewClauses):
+    """A view's definition with its clauses compiled for Spark."""
+
+    definition: ObjectDef
+    refresh_every: int | None = None
+
+    def for_entry(self, definition: ObjectDef) -> CompiledView | None:
+        """These clauses for the catalog entry ``definition`` when it is the same view (its id and statement;
+        other fields may have changed), else None."""
+        if (self.definition.id, self.definition.definition) != (definition.id, definition.definition):
+            return None
+        return self if self.definition == definition else replace(self, definition=definition)
 
     def clause(self, subscript: int, has_parts: bool,
                unique: Callable[[CompiledQuery, tuple[str, ...]], bool] | None = None) -> tuple[ClauseKind, CompiledQuery]:
@@ -107,27 +125,7 @@ def _compile_guard(statement: CreateViewDF, lookup: Lookup, catalog: Catalog
     return _compile_clause(clause, lookup, statement.name.text), guard, tuple(columns)
 
 
-@dataclass(frozen=True)
-class _Clauses:
-    """A CREATE VIEW statement's clauses, compiled (each parsed once)."""
-
-    initialize: CompiledQuery
-    update: CompiledQuery
-    recompute: CompiledQuery | None
-    range: CompiledQuery | None
-    unchanged_when: CompiledQuery | None
-    empty_when: CompiledQuery | None
-    unique_update: CompiledQuery | None
-    unique_guard: CompiledQuery | None
-    unique_columns: tuple[str, ...]
-
-    def view(self, definition: ObjectDef, statement: CreateViewDF) -> CompiledView:
-        return CompiledView(definition, self.initialize, self.update, self.recompute, statement.refresh_every,
-                            self.range, self.unchanged_when, self.empty_when, self.unique_update, self.unique_guard,
-                            self.unique_columns)
-
-
-def _compile_clauses(statement: CreateViewDF, catalog: Catalog) -> _Clauses:
+def _compile_clauses(statement: CreateViewDF, catalog: Catalog) -> ViewClauses:
     lookup = catalog_lookup(catalog)
     name = statement.name.text
     initialize = _compile_clause(statement.initialize, lookup, name)
@@ -135,7 +133,7 @@ def _compile_clauses(statement: CreateViewDF, catalog: Catalog) -> _Clauses:
     recompute = _compile_clause(statement.recompute, lookup, name) if statement.recompute else None
     ranged = _compile_clause(statement.range, lookup, name) if statement.range else None
     unique_update, guard, columns = _compile_guard(statement, lookup, catalog)
-    return _Clauses(initialize, update, recompute, ranged, _compile_declaration(statement.unchanged_when, statement, lookup),
+    return ViewClauses(initialize, update, recompute, ranged, _compile_declaration(statement.unchanged_when, statement, lookup),
                     _compile_declaration(statement.empty_when, statement, lookup), unique_update, guard, columns)
 
 
@@ -206,9 +204,7 @@ class ViewDefiner:
     def take_compiled(self, definition: ObjectDef) -> CompiledView | None:
         """The clauses ``define`` compiled for ``definition`` (the same view: its id and statement), once."""
         view = self._defined.pop(definition.key, None)
-        if view is None or (view.definition.id, view.definition.definition) != (definition.id, definition.definition):
-            return None
-        return replace(view, definition=definition)
+        return view.for_entry(definition) if view is not None else None
 
     def _sources(self, clauses: list[CompiledQuery], view: str) -> list[ObjectDef]:
         seen: dict[str, ObjectDef] = {}
