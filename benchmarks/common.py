@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import statistics
+import sys
 import time
 from typing import Callable
 
@@ -16,6 +17,7 @@ FIRST_PART = 23668440          # 2015-01-01 10:00 UTC, minute parts
 def bench_session(**config: str) -> SparkSession:
     """The same local[2] session shape as the NOTES calibration runs; ``config`` is applied last, so it
     overrides these defaults (``--shuffle-partitions`` once had no effect: the default came after it)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)    # Python workers (UDFs, data sources) on this venv
     settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
                 "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4",
                 "spark.driver.memory": "6g", **config}
@@ -38,14 +40,30 @@ def network_part(spark: SparkSession, part: int, pairs: int, selectivity: float,
 
 
 def session_cpu_seconds(spark: SparkSession) -> float:
-    """CPU-seconds used so far by this Python process and its Spark driver JVM (every thread: tasks,
-    the planner, GC, the JIT), from /proc (Linux)."""
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()    # type: ignore[union-attr]
-    with open(f"/proc/{pid}/stat") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()
-    jvm = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")       # utime, stime
+    """CPU-seconds used so far by this Python process, its Spark driver JVM (every thread: tasks, the planner,
+    GC, the JIT) and the JVM's descendants (the Python workers of UDFs and data sources, and those they
+    reaped), from /proc (Linux)."""
+    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()    # type: ignore[union-attr]
+    parents: dict[int, int] = {}
+    times: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:          # the process ended meanwhile
+            continue
+        parents[int(entry)] = int(fields[1])
+        times[int(entry)] = sum(int(value) for value in fields[11:15]) / tick    # utime, stime, cutime, cstime
+    tree, grown = {jvm}, True
+    while grown:
+        found = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= found
+        grown = bool(found)
     own = os.times()
-    return jvm + own.user + own.system
+    return sum(times.get(pid, 0.0) for pid in tree) + own.user + own.system
 
 
 def timed(action: Callable[[], object]) -> float:

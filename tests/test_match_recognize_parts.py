@@ -16,6 +16,8 @@ from match_recognize import corpus, datasets, results
 from match_recognize.views import (SCHEMA, corpus_warehouse, expected_by_part, oracle_rows, plain_rows,
                                    results_by_dataset)
 
+from viewdf_magic.translation.match_view import PLAN_SETTING
+
 
 @pytest.fixture(scope="module")
 def warehouse_of_corpus(spark, tmp_path_factory):
@@ -60,7 +62,34 @@ PART_SHAPES = {
     # empty matches, reluctant optional, TO FIRST
     "empty": """MEASURES COUNT(A.price) AS n_a, FIRST(B.id, 1) AS second_b, MATCH_NUMBER() AS m
         AFTER MATCH SKIP PAST LAST ROW PATTERN (A* B??) DEFINE A AS A.price >= 3, B AS B.price = 1""",
+    # the benchmark's rising runs: LAST(A.price, 1) is the row before while A+ runs, NULL at its start
+    "rise": """MEASURES FIRST(A.price) AS start_price, LAST(A.price) AS top, B.id AS b_id, COUNT(*) AS n,
+        MATCH_NUMBER() AS m AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ B)
+        DEFINE A AS LAST(A.price, 1) IS NULL OR A.price > LAST(A.price, 1), B AS B.price < LAST(A.price)""",
+    # rows a bounded distance back (A and FIRST(B) from C), WITHIN, PREV in a measure, TO FIRST
+    "bounded": """MEASURES A.id AS a_id, C.id AS c_id, PREV(A.price) AS before, COUNT(B.*) AS n_b
+        AFTER MATCH SKIP TO FIRST C PATTERN (A B{0,3}? C) WITHIN INTERVAL '4' SECOND
+        DEFINE B AS B.price <> A.price,
+               C AS C.price < A.price AND (FIRST(B.price) IS NULL OR C.price <> FIRST(B.price))""",
 }
+
+# the plan each shape's Helper gets (translation/match_compact.py): the automaton plan when every DEFINE reads rows
+# at offsets its automaton state fixes, the general fold otherwise, with the reason
+PLANS = {"dips": "because DEFINE C reads an aggregate (AVG) over a variable's rows",
+         "reluctant": "because a DEFINE reads a row of the match that can be more than 16 rows back (after B)",
+         "within": "because a DEFINE reads a row of the match that can be more than 16 rows back (after B)",
+         "zigzag": "automaton plan", "greedy_last": "automaton plan", "empty": "automaton plan",
+         "rise": "automaton plan", "bounded": "automaton plan"}
+
+
+def test_each_shape_gets_its_plan(make_warehouse) -> None:
+    """CREATE VIEW says which plan a MATCH_RECOGNIZE view gets and why, and EXPLAIN VIEW repeats it."""
+    warehouse = make_warehouse("plans")
+    warehouse.execute(f"CREATE STREAM S ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH 5")
+    for shape, plan in PLANS.items():
+        [created] = warehouse.run(f"CREATE VIEW {shape} AS {_mr(PART_SHAPES[shape])}")
+        assert plan in created.message, (shape, created.message)
+    assert PLANS["dips"] in warehouse.run("EXPLAIN VIEW dips")[-1].detail
 
 
 @st.composite
@@ -90,6 +119,7 @@ def test_parts_equal_the_oracle(shape: str, stream, make_warehouse) -> None:
     to the part's end, minus those up to the previous part's end, with the same MATCH_NUMBER per partition.
     Rows arrive in batches ending after random parts (range steps and single steps)."""
     rows, length, cuts = stream
+    compact = PLANS[shape] == "automaton plan"
     warehouse = make_warehouse(f"wh{next(_warehouses)}")
     warehouse.execute(f"CREATE STREAM S ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH {length}")
     frame = pd.DataFrame(rows)
@@ -102,14 +132,24 @@ def test_parts_equal_the_oracle(shape: str, stream, make_warehouse) -> None:
             warehouse.ingest("S", batch)
         if done is None:
             warehouse.execute(f"CREATE VIEW V AS {_mr(PART_SHAPES[shape])}")
+            if compact:      # the same view on the general plan, over the same parts
+                with pytest.MonkeyPatch.context() as patch:
+                    patch.setenv(PLAN_SETTING, "general")
+                    warehouse.execute(f"CREATE VIEW G AS {_mr(PART_SHAPES[shape])}")
         done = cut
-    found: dict[int, list[list[object]]] = {}
-    for row in plain_rows(warehouse.run("SELECT * FROM V")[-1].frame):
-        stamp = row[-1].replace(tzinfo=datetime.timezone.utc)
-        found.setdefault(int(stamp.timestamp()) // length, []).append(row[:-1])
+
+    def by_part(view: str) -> dict[int, list[list[object]]]:
+        parts: dict[int, list[list[object]]] = {}
+        for row in plain_rows(warehouse.run(f"SELECT * FROM {view}")[-1].frame):
+            stamp = row[-1].replace(tzinfo=datetime.timezone.utc)
+            parts.setdefault(int(stamp.timestamp()) // length, []).append(row[:-1])
+        return {part: results.normalise_rows(found) for part, found in parts.items()}
+    found = by_part("V")
+    if compact:
+        assert by_part("G") == found
     expected = expected_by_part(_mr(PART_SHAPES[shape]), rows, length)
     for subscript, want in expected.items():
-        assert results.normalise_rows(found.pop(subscript, [])) == want, subscript
+        assert found.pop(subscript, []) == want, subscript
     assert not found
 
 

@@ -18,6 +18,7 @@ from ..catalog.lock import WriterLock
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from . import catalog_tables
 from .corrections import ChangeReport, Corrector
+from .match_runner import register as register_match_runner
 from .ingest import Ingester, IngestReport
 from ..errors import Interrupted, RowsRefused, ViewDFError
 from ..wording import agreeing, named_spans, plural
@@ -61,6 +62,7 @@ class Engine:
         # format("viewdf"): any Spark job reads a view; its PART_TIMESTAMP filters choose the parts read
         self.spark.dataSource.register(ViewDFDataSource)
         self.spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+        register_match_runner(self.spark)      # the search of MATCH_RECOGNIZE views on the automaton plan
         self.catalog = Catalog(self.fs)
         self.store = PartStore(self.spark, self.fs)
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)

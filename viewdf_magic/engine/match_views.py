@@ -33,7 +33,8 @@ class MatchViewPlan:
     def description(self) -> str:
         pattern = pattern_text(self.translation.query.pattern)
         return (f"PARTITION LENGTH {self.source.partition_length}, MATCH_RECOGNIZE PATTERN ({pattern}) with helper "
-                f"{self.translation.helper}; EXPLAIN VIEW shows its automaton")
+                f"{self.translation.helper} on the {self.translation.plan_description}; EXPLAIN VIEW shows its "
+                f"automaton")
 
     @property
     def conditions(self) -> dict[str, str]:
@@ -55,7 +56,8 @@ class MatchViewPlan:
                                                                  f"became final in it."}),
             (translation.final_text(), {"sources": (self.source.name, translation.helper),
                                         "notes": f"MATCH_RECOGNIZE view over {self.source.name}; RECOMPUTE is the "
-                                                 f"standard's batch search over the whole history."}))
+                                                 f"standard's batch search over the whole history. Its Helper runs "
+                                                 f"the {translation.plan_description}."}))
         for text, fields in generated:
             [statement] = parse(text)
             assert isinstance(statement, CreateViewDF)      # generated text is one CREATE VIEW ... INITIALIZE

@@ -111,8 +111,10 @@ class Search:
         if isinstance(term, Special):
             if term.name == "MATCH_NUMBER":
                 return number
-            names = ", ".join(f"'{name}'" for name in self.names)
-            return f"element_at(array({names}), try_element_at({path}, -1).v)"
+            # CASE, not element_at(array(names), v): inside a lambda Spark 4.3 returns a one-name array's element
+            # for a NULL index (an empty match's CLASSIFIER())
+            names = " ".join(f"WHEN {i} THEN '{name}'" for i, name in enumerate(self.names, 1))
+            return f"CASE try_element_at({path}, -1).v {names} END"
         rows = self._rows_of(term.variable, path)
         if isinstance(term, Nav):
             which = f"-{term.offset + 1}" if term.kind == "last" else str(term.offset + 1)
@@ -137,6 +139,14 @@ class Search:
     def value(self, template: Template, path: str, number: str) -> str:
         """An expression's value over the rows of ``path``, MATCH_NUMBER() being ``number``."""
         return template.render(lambda term: self.term(term, path, number))
+
+    def output_value(self, output: Output, all_rows: bool, number: str) -> str:
+        """An output column's value for the match ``o`` (its ``path`` over the rows ``R``): with ALL ROWS PER MATCH
+        at its mapped row ``x``, the ``k``-th from 0, RUNNING measures over the path up to it."""
+        if output.template is None:
+            return f"element_at(R, x.i).e.{quote_name(output.name)}"
+        path = "o.path" if output.final or not all_rows else "slice(o.path, 1, k + 1)"
+        return self.value(output.template, path, number)
 
     # -- the search --------------------------------------------------------------------------------------------
     def _condition(self, variable: str, path: str) -> str:
@@ -258,12 +268,7 @@ def _search_sql(search: Search, outputs: list[Output], all_rows: bool, stream: s
     event = "struct(" + ", ".join(quote_name(c) for c in columns) + ")"
     number = "CAST(o.num AS bigint)"
 
-    def value(output: Output) -> str:
-        if output.template is None:
-            return f"element_at(R, x.i).e.{quote_name(output.name)}"
-        path = "o.path" if output.final or not all_rows else "slice(o.path, 1, k + 1)"
-        return search.value(output.template, path, number)
-    values = [f"{value(output)} AS {quote_name(output.name)}" for output in outputs]
+    values = [f"{search.output_value(output, all_rows, number)} AS {quote_name(output.name)}" for output in outputs]
     rows = (" LATERAL VIEW posexplode(IF(size(o.path) = 0, array(named_struct('i', o.start, 'v', 0)), o.path)) "
             "AS k, x" if all_rows else "")
     return [

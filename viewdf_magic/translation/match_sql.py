@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..language.tokens import quote_name
+from .match_compact import CompactPlan
 from .match_pattern import ACCEPT, Automaton
 from .match_query import MatchQuery
 from .match_state import Current, Slot, Values
@@ -34,7 +35,9 @@ from .match_terms import Output, Special, Template
 from .viewdf_text import viewdf_text
 
 
-STATE = ("n", "cursor", "matches", "recent", "searches")     # the fields of a partition's state
+STATE = ("n", "cursor", "matches", "recent", "searches")     # the fields of a partition's state (general plan)
+COMPACT_STATE = ("cursor", "matches", "rows")                # (automaton plan)
+MATCH_FUNCTION = "viewdf_match_run"                          # the automaton plan's search (engine/match_runner.py)
 HELPER_COLUMNS = ("st", "out", "at")                         # the Helper's columns after the partition keys
 
 
@@ -64,6 +67,18 @@ class MatchTranslation:
     outputs: list[Output]                    # the view's columns after the keys
     recompute: str                           # the final view's RECOMPUTE query
     recompute_runs: str | None               # RECOMPUTE of a run of parts in one query (VERIFY VIEW), if liftable
+    plan: CompactPlan | str                  # the automaton plan, or why the view gets the general plan
+
+    @property
+    def compact(self) -> CompactPlan | None:
+        return self.plan if isinstance(self.plan, CompactPlan) else None
+
+    @property
+    def plan_description(self) -> str:
+        """Which plan the Helper runs, and why."""
+        if self.compact is not None:
+            return self.compact.describe()
+        return f"general plan (each partition's rows folded in Spark SQL), because {self.plan}"
 
     @property
     def helper(self) -> str:
@@ -252,13 +267,61 @@ class MatchTranslation:
             self._define(name, f"({self.values.update(zero, name, row, pv, position)})", Current(name, row, pv))
             for name in starting)
 
+    # -- the automaton plan ----------------------------------------------------------------------------------
+    def _searched(self, plan: CompactPlan, events: str, counts: str, carried: str) -> list[str]:
+        """The CTEs ``prepared`` (each partition's rows ``R``: its state's rows, then ``events`` with their masks)
+        and ``searched`` (``S``: the search's snapshot after each part of ``counts`` rows), from ``joined``."""
+        def row_at(back: int) -> str:
+            if back == 0:
+                return "x"
+            at = f"size(st.rows) + k + 1 - {back}"
+            return f"IF({at} >= 1, element_at(va, {at}), NULL)"
+        masked = f"transform({events}, (x, k) -> named_struct('e', x, 'm', {plan.mask_sql(row_at)}))"
+        rows = _let(f"concat(transform(st.rows, r -> r.e), {events})", "va", f"concat(st.rows, {masked})")
+        timestamp = quote_name(self.order[0])
+        times = (f"transform(R, r -> unix_micros(r.e.{timestamp}))" if self.query.within is not None
+                 else "CAST(NULL AS array<bigint>)")
+        program = plan.program.replace("\\", "\\\\").replace("'", "''")
+        return [f", prepared AS (SELECT {self._key_list}{carried}, st, {rows} AS R FROM joined)",
+                f", searched AS (SELECT *, {MATCH_FUNCTION}(transform(R, r -> r.m), {times}, {counts}, size(st.rows), "
+                f"st.cursor, st.matches, '{program}') AS S FROM prepared)"]
+
+    def _snapshot(self, plan: CompactPlan, snapshot: str) -> str:
+        """A partition's state and output at a snapshot of its search: the rows from ``plan.reach`` rows before
+        the cursor on, and the output rows of the matches emitted since the snapshot before."""
+        keep = f"greatest(0, {snapshot}.cursor - {plan.reach})"
+        number = "o.num"
+        values = [(o.name, plan.search.output_value(o, self.all_rows, number)) for o in self.outputs]
+        if self.all_rows:
+            mapped = "IF(size(o.path) = 0, array(named_struct('i', o.start, 'v', 0)), o.path)"
+            out = f"flatten(transform({snapshot}.out, o -> transform({mapped}, (x, k) -> {_struct(values)})))"
+        else:
+            out = f"transform({snapshot}.out, o -> {_struct(values)})"
+        return _struct([("cursor", f"{snapshot}.cursor - {keep}"), ("matches", f"{snapshot}.matches"),
+                        ("rows", f"slice(R, {keep} + 1, {snapshot}.end - {keep})"),
+                        ("out", f"CAST({out} AS {self.out_type})")])
+
+    @staticmethod
+    def _checked(value: str) -> str:
+        """``value``, unless a snapshot in ``S`` reports that AFTER MATCH SKIP cannot resume."""
+        return (f"IF(exists(S, s -> s.error IS NOT NULL), raise_error(filter(S, s -> s.error IS NOT NULL)[0].error), "
+                f"{value})")
+
     # -- parts ----------------------------------------------------------------------------------------------
     @property
     def state_type(self) -> str:
+        if self.compact is not None:
+            return f"struct<cursor:int,matches:bigint,rows:array<struct<e:{self.event_type},m:bigint>>>"
         return (f"struct<n:bigint,cursor:bigint,matches:bigint,recent:array<{self.event_type}>,"
                 f"searches:array<{self.search_type}>>")
 
+    @property
+    def state_fields(self) -> tuple[str, ...]:
+        return COMPACT_STATE if self.compact is not None else STATE
+
     def _initial(self) -> str:
+        if self.compact is not None:
+            return f"CAST(named_struct('cursor', 0, 'matches', 0, 'rows', array()) AS {self.state_type})"
         return (f"CAST(named_struct('n', 0, 'cursor', 0, 'matches', 0, 'recent', array(), 'searches', array()) "
                 f"AS {self.state_type})")
 
@@ -269,8 +332,14 @@ class MatchTranslation:
     def keeps_every_partition(self) -> bool:
         """Whether a partition's state matters without live searches: MATCH_NUMBER() counts every match,
         PREV reaches back across them."""
-        numbered = any(o.template is not None and Special("MATCH_NUMBER") in o.template.terms for o in self.outputs)
-        return numbered or self.values.depth > 0
+        if self.compact is not None:
+            return self.compact.every
+        return self.numbered or self.values.depth > 0
+
+    @property
+    def numbered(self) -> bool:
+        """Whether an output reads MATCH_NUMBER()."""
+        return numbered(self.outputs)
 
     def _fold(self, events: str, state: str) -> str:
         """The state and ``out`` after the rows ``events`` (an array), from ``state``."""
@@ -279,7 +348,10 @@ class MatchTranslation:
 
     def _kept(self, state: str, out: str) -> str:
         """Whether a partition's row is stored: it has undecided searches or output, or every one is kept."""
-        return "true" if self.keeps_every_partition else f"size({state}.searches) > 0 OR size({out}) > 0"
+        if self.keeps_every_partition:
+            return "true"
+        pending = "rows" if self.compact is not None else "searches"
+        return f"size({state}.{pending}) > 0 OR size({out}) > 0"
 
     def _events(self, part: str, extra: str) -> list[str]:
         """The CTE of the stream's rows as structs (``e``), sorted by ORDER BY, then the other columns."""
@@ -309,11 +381,19 @@ class MatchTranslation:
         else:
             lines.append(f", joined AS (SELECT {key_list}evs, at, {self._initial()} AS st FROM live)")
         # a partition without rows in the part (evs NULL) keeps its row as it was
-        fold = self._fold(f"coalesce(evs, CAST(array() AS array<{self.event_type}>))", "st")
-        # LATERAL VIEW binds the fold once: a filter on it is not pushed below it as a copy
-        lines.append(f", folded AS (SELECT {key_list}evs IS NULL AS idle, {'h_out, h_at, ' if previous else ''}at, f "
-                     f"FROM joined LATERAL VIEW explode(array({fold})) AS f)")
-        state = _struct([(f, f"f.{f}") for f in STATE])
+        events = f"coalesce(evs, CAST(array() AS array<{self.event_type}>))"
+        carried = f"{'h_out, h_at, ' if previous else ''}at"
+        if self.compact is not None:
+            lines += self._searched(self.compact, events, "array(size(R) - size(st.rows))", f"{carried}, evs")
+            step = _let("element_at(S, 1)", "sn", self._snapshot(self.compact, "sn"))
+            lines.append(f", folded AS (SELECT {key_list}evs IS NULL AS idle, {carried}, {self._checked(step)} AS f "
+                         f"FROM searched)")
+        else:
+            fold = self._fold(events, "st")
+            # LATERAL VIEW binds the fold once: a filter on it is not pushed below it as a copy
+            lines.append(f", folded AS (SELECT {key_list}evs IS NULL AS idle, {carried}, f "
+                         f"FROM joined LATERAL VIEW explode(array({fold})) AS f)")
+        state = _struct([(f, f"f.{f}") for f in self.state_fields])
         out, at = ("IF(idle, h_out, f.out)", "IF(idle, h_at, at)") if previous else ("f.out", "at")
         lines.append(f", stored AS (SELECT {key_list}{state} AS st, {out} AS out, {at} AS at FROM folded)")
         lines.append(f"SELECT {key_list}st, out, at FROM stored WHERE {self._kept('st', 'out')}")
@@ -335,18 +415,28 @@ class MatchTranslation:
                      f"FROM parts{group})")
         lines.append(self._joined("seqs", f"coalesce(l.ps, CAST(array() AS array<struct<p:bigint,evs:array<"
                                           f"{self.event_type}>>>)) AS ps"))
-        after = _struct([(f, f"f.{f}") for f in STATE])
-        done = _struct([("p", "q.p"), ("st", after), ("out", "f.out"),
-                        ("at", f"timestamp_seconds(q.p * {self.partition_length})")])
-        # a state that UPDATE would not have stored (no search, no output) is gone by the next part with rows:
-        # the fold starts that part from the initial state, as UPDATE does, so both store the same rows
-        entering = f"(IF(sc.live, sc.st, {self._initial()}))"
-        folded = _let(self._fold("q.evs", entering), "f", _struct([
-            ("st", after), ("out", f"concat(sc.out, array({done}))"), ("live", self._kept("f", "f.out"))]))
-        scan = (f"aggregate(ps, named_struct('st', st, 'out', CAST(array() AS array<{part_type}>), 'live', true), "
-                f"(sc, q) -> {folded})")
-        lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, h_out, h_at, sc.out AS done FROM joined "
-                     f"LATERAL VIEW explode(array({scan})) AS sc)")
+        at = f"timestamp_seconds(q.p * {self.partition_length})"
+        if self.compact is not None:
+            lines += self._searched(self.compact, "flatten(transform(ps, q -> q.evs))",
+                                    "transform(ps, q -> size(q.evs))", "known, h_out, h_at, ps")
+            snapshot = self._snapshot(self.compact, "sn")
+            part = _let("element_at(S, i + 1)", "sn", _let(snapshot, "f", _struct(
+                [("p", "q.p"), ("st", _struct([(f, f"f.{f}") for f in COMPACT_STATE])), ("out", "f.out"), ("at", at)])))
+            done = self._checked(f"transform(ps, (q, i) -> {part})")
+            lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, h_out, h_at, {done} AS done "
+                         f"FROM searched)")
+        else:
+            after = _struct([(f, f"f.{f}") for f in STATE])
+            done = _struct([("p", "q.p"), ("st", after), ("out", "f.out"), ("at", at)])
+            # a state that UPDATE would not have stored (no search, no output) is gone by the next part with rows:
+            # the fold starts that part from the initial state, as UPDATE does, so both store the same rows
+            entering = f"(IF(sc.live, sc.st, {self._initial()}))"
+            folded = _let(self._fold("q.evs", entering), "f", _struct([
+                ("st", after), ("out", f"concat(sc.out, array({done}))"), ("live", self._kept("f", "f.out"))]))
+            scan = (f"aggregate(ps, named_struct('st', st, 'out', CAST(array() AS array<{part_type}>), 'live', true), "
+                    f"(sc, q) -> {folded})")
+            lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, h_out, h_at, sc.out AS done FROM joined "
+                         f"LATERAL VIEW explode(array({scan})) AS sc)")
         beyond = "CAST(__vdf_last + 1 AS bigint)"
         lines.append(f", segments AS (SELECT {key_list}o.p, o.st, o.out, o.at, coalesce(try_element_at(done, pos + 2).p, "
                      f"{beyond}) AS next FROM scanned LATERAL VIEW posexplode(done) AS pos, o "
@@ -386,3 +476,8 @@ class MatchTranslation:
 def position_slot(kind: str, variable: str | None) -> Slot:
     """The slot of a variable's first (``fpos``) or last (``lpos``) row position (None: any variable)."""
     return Slot(kind, variable, None, 0)
+
+
+def numbered(outputs: list[Output]) -> bool:
+    """Whether an output reads MATCH_NUMBER(): every partition's count of matches is kept."""
+    return any(o.template is not None and Special("MATCH_NUMBER") in o.template.terms for o in outputs)

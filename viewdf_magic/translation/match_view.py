@@ -4,17 +4,22 @@ and measures as templates, the values threads carry, the output columns and the 
 from __future__ import annotations
 
 import functools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
 
+from .match_compact import compact_plan
 from .match_pattern import automaton
 from .match_query import MatchQuery
 from .match_recompute import Search, recompute_runs_sql, recompute_sql
-from .match_sql import HELPER_COLUMNS, MatchTranslation, position_slot
+from .match_sql import HELPER_COLUMNS, MatchTranslation, numbered, position_slot
 from .match_state import Values
 from .match_terms import Output, Template, read_expression, term_type
+
+
+PLAN_SETTING = "VIEWDF_MATCH_PLAN"     # "general": every view gets the general plan (to compare the plans)
 
 
 @dataclass(frozen=True)
@@ -110,6 +115,9 @@ def translate_match(name: str, query: MatchQuery, stream: StreamInfo, type_of: C
                     lambda term: term_type(term, type_of))
     searched = (search, outputs, query.all_rows, stream.name, stream.partition_length, stream.timestamp,
                 [c for c, _ in columns], keys, query.around)
-    return MatchTranslation(name, query, automaton(query.pattern, query.fragment), stream.name,
-                            stream.partition_length, columns, keys, order, defines, values, outputs,
-                            recompute_sql(*searched), recompute_runs_sql(*searched))
+    states = automaton(query.pattern, query.fragment)
+    plan = (f"{PLAN_SETTING}=general was set" if os.environ.get(PLAN_SETTING) == "general" else
+            compact_plan(states, defines, values, search, (skip.kind, skip.variable), query.within,
+                         numbered(outputs)))
+    return MatchTranslation(name, query, states, stream.name, stream.partition_length, columns, keys, order, defines,
+                            values, outputs, recompute_sql(*searched), recompute_runs_sql(*searched), plan)

@@ -1,0 +1,236 @@
+"""The automaton plan's matcher: a MATCH_RECOGNIZE partition's rows run through its compiled automaton in Python.
+
+Spark SQL evaluates every DEFINE condition a row can meet as a bit of the row's mask (translation/match_compact.py);
+this module runs the searches over the masks, exactly as the general fold in Spark SQL does
+(translation/match_sql.py): one search per start row, each a list of threads in preference order (Pike's VM), a
+thread that accepts cutting the threads after it, threads at the same node merged, WITHIN ending a search's
+threads, and the decision pass after every row that emits the decided search at the cursor and moves the
+cursor by AFTER MATCH SKIP. A thread is a node of the compiled automaton and its path, a linked list of
+(row, variable) cells, so a row costs a few integer operations per live thread.
+
+``register`` makes ``search`` the SQL function ``viewdf_match_run`` of a session: an Arrow UDF, which reads a
+batch of partitions' masks as Arrow arrays and builds its result as flat Arrow arrays, so no value crosses
+into Python one by one. The module is pickled by value, so executors need no install of this package.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from typing import Any, cast
+
+import pyarrow as pa
+
+FUNCTION = "viewdf_match_run"
+RESULT_TYPE = ("array<struct<cursor:int,end:int,matches:bigint,out:array<struct<num:bigint,start:int,"
+               "path:array<struct<i:int,v:int>>>>,error:string>>")
+
+Path = tuple | None          # (row, variable, earlier cells) or None: a thread's rows, newest first
+
+
+class _Program:
+    """A compiled automaton (``match_compact.CompactPlan.program``), read once per worker."""
+
+    def __init__(self, text: str) -> None:
+        spec = json.loads(text)
+        self.variable: list[int] = [0] + [node[0] for node in spec["nodes"]]     # nodes are numbered from 1
+        # the bit a node's condition sets in a row's mask (0: the condition always holds)
+        self.need: list[int] = [0] + [0 if node[1] < 0 else 1 << node[1] for node in spec["nodes"]]
+        self.after: list[list[int]] = [[]] + [node[2] for node in spec["nodes"]]  # 0: ACCEPT
+        self.start: list[int] = spec["start"]
+        self.accepts_empty: bool = spec["accepts_empty"]
+        self.skip: str = spec["skip"]
+        self.skip_variable: int = spec["skip_variable"]
+        self.skip_words: str = spec["skip_words"]
+        self.skip_name: str = spec["skip_name"]
+        self.within: int | None = spec["within"]
+        self.every: bool = spec["every"]
+        # a row starts a search when it meets a start node's condition (or the pattern matches no row)
+        self.starts_always = self.accepts_empty or any(self.need[node] == 0 for node in self.start)
+        self.starting = [self.need[node] for node in self.start]
+
+
+@lru_cache(maxsize=16)
+def _program(text: str) -> _Program:
+    return _Program(text)
+
+
+def _rows(path: Path) -> list[tuple[int, int]]:
+    """A path's (row, variable) cells, oldest first."""
+    cells = []
+    while path is not None:
+        cells.append((path[0], path[1]))
+        path = path[2]
+    cells.reverse()
+    return cells
+
+
+class _Failed(Exception):
+    """AFTER MATCH SKIP cannot resume (the message is the general fold's)."""
+
+
+def _next_start(program: _Program, start: int, cells: list[tuple[int, int]]) -> int:
+    if program.skip == "TO NEXT ROW":
+        return start + 1
+    if program.skip == "PAST LAST ROW":
+        return cells[-1][0] + 1 if cells else start + 1
+    rows = [row for row, variable in cells if variable == program.skip_variable]
+    if not rows:
+        raise _Failed(f"{program.skip_words}: no row of the match is mapped to {program.skip_name}")
+    target = rows[0] if program.skip == "TO FIRST" else rows[-1]
+    if target == start:
+        raise _Failed(f"{program.skip_words} would resume at the match's first row")
+    return target
+
+
+class _Snapshots:
+    """Every partition's snapshots of a batch, as the flat columns of the Arrow result."""
+
+    def __init__(self) -> None:
+        self.partitions = [0]                        # snapshot offsets per partition
+        self.cursor: list[int] = []
+        self.end: list[int] = []
+        self.matches: list[int] = []
+        self.error: list[str | None] = []
+        self.emitted = [0]                           # match offsets per snapshot
+        self.number: list[int] = []
+        self.start: list[int] = []
+        self.paths = [0]                             # cell offsets per match
+        self.row: list[int] = []
+        self.variable: list[int] = []
+
+    def match(self, number: int, start: int, cells: list[tuple[int, int]]) -> None:
+        self.number.append(number)
+        self.start.append(start + 1)
+        for row, variable in cells:
+            self.row.append(row + 1)
+            self.variable.append(variable)
+        self.paths.append(len(self.row))
+
+    def snapshot(self, cursor: int, end: int, matches: int, error: str | None = None) -> None:
+        self.cursor.append(cursor)
+        self.end.append(end)
+        self.matches.append(matches)
+        self.error.append(error)
+        self.emitted.append(len(self.number))
+
+    def arrow(self) -> pa.Array:
+        def offsets(values: list[int]) -> pa.Array:
+            return pa.array(values, pa.int32())
+        cells = pa.StructArray.from_arrays([offsets(self.row), offsets(self.variable)], names=["i", "v"])
+        found = pa.StructArray.from_arrays([pa.array(self.number, pa.int64()), offsets(self.start),
+                                            pa.ListArray.from_arrays(offsets(self.paths), cells)],
+                                           names=["num", "start", "path"])
+        snapshots = pa.StructArray.from_arrays(
+            [offsets(self.cursor), offsets(self.end), pa.array(self.matches, pa.int64()),
+             pa.ListArray.from_arrays(offsets(self.emitted), found), pa.array(self.error, pa.string())],
+            names=["cursor", "end", "matches", "out", "error"])
+        return pa.ListArray.from_arrays(offsets(self.partitions), snapshots)
+
+
+def search(masks: pa.Array, times: pa.Array, counts: pa.Array, begin: pa.Array, cursor: pa.Array,
+           matches: pa.Array, text: pa.Array) -> pa.Array:
+    """The SQL function: ``run`` for each partition of an Arrow batch."""
+    program = _program(text[0].as_py())
+    mask_values, mask_offsets = masks.values.to_pylist(), masks.offsets.to_pylist()
+    timed = times.null_count < len(times)
+    time_values, time_offsets = (times.values.to_pylist(), times.offsets.to_pylist()) if timed else ([], [])
+    count_values, count_offsets = counts.values.to_pylist(), counts.offsets.to_pylist()
+    snapshots = _Snapshots()
+    for k, (first, at, done) in enumerate(zip(begin.to_pylist(), cursor.to_pylist(), matches.to_pylist())):
+        rows = mask_values[mask_offsets[k]:mask_offsets[k + 1]]
+        stamps = time_values[time_offsets[k]:time_offsets[k + 1]] if timed else None
+        run(program, rows, stamps, count_values[count_offsets[k]:count_offsets[k + 1]], first, at, done, snapshots)
+        snapshots.partitions.append(len(snapshots.cursor))
+    return snapshots.arrow()
+
+
+def run(program: _Program, masks: list[int], times: list[int] | None, counts: list[int], begin: int, cursor: int,
+        matches: int, snapshots: _Snapshots) -> None:
+    """Run a partition's rows (their condition ``masks`` and, for WITHIN, ``times`` in microseconds): the rows
+    from ``begin`` on are new, in parts of ``counts`` rows; the search resumes at row ``cursor`` (rows before it
+    are decided), ``matches`` matches emitted before. A snapshot after each part: the cursor, the rows so far
+    (``end``), the matches emitted so far, and the matches emitted in the part (rows numbered from 1). A failing
+    AFTER MATCH SKIP ends the run with its message."""
+    searches: list[list[Any]] = []       # [start, t0, threads [(node, path)], found (path,) or None]
+    end = begin
+    row = cursor
+    try:
+        for count in counts:
+            end += count
+            emitted = len(snapshots.number)
+            while count and row < end:
+                mask = masks[row]
+                if not searches and not (program.starts_always or
+                                         any(mask & need for need in program.starting)):
+                    row += 1
+                    cursor = row
+                    continue
+                searches.append([row, times[row] if times is not None else 0,
+                                 [(node, None) for node in program.start],
+                                 (None,) if program.accepts_empty else None])
+                for search in searches:
+                    _advance(program, search, mask, row, times)
+                blocked, kept = False, []
+                for search in searches:
+                    start, _, threads, found = search
+                    if blocked:
+                        if threads or found is not None:
+                            kept.append(search)
+                    elif start < cursor or (not threads and found is None):
+                        continue
+                    elif threads:
+                        cursor, blocked = start, True
+                        kept.append(search)
+                    else:
+                        cells = _rows(found[0])
+                        matches += 1
+                        snapshots.match(matches, start, cells)
+                        cursor = _next_start(program, start, cells)
+                searches = kept
+                row += 1
+                if not blocked:
+                    cursor = max(cursor, row)
+            snapshots.snapshot(cursor, end, matches)
+            if not program.every and not searches and len(snapshots.number) == emitted:
+                matches = 0          # the partition's row is not stored: its next part starts afresh
+    except _Failed as failure:
+        snapshots.snapshot(cursor, end, matches, str(failure))
+
+
+def _advance(program: _Program, search: list[Any], mask: int, row: int, times: list[int] | None) -> None:
+    """A search after ``row``: its threads moved in order; the first to accept becomes its match and cuts the
+    threads after it; a thread at a node an earlier thread holds is dropped."""
+    threads = search[2]
+    if program.within is not None and times is not None and times[row] - search[1] >= program.within:
+        threads = []
+    kept: list[tuple[int, Path]] = []
+    held: set[int] = set()
+    found = search[3]
+    need, variable, after = program.need, program.variable, program.after
+    for node, path in threads:
+        if mask & need[node] != need[node]:
+            continue
+        taken = (row, variable[node], path)
+        for successor in after[node]:
+            if successor == 0:
+                found = (taken,)
+                break
+            if successor not in held:
+                held.add(successor)
+                kept.append((successor, taken))
+        else:
+            continue
+        break
+    search[2], search[3] = kept, found
+
+
+def register(spark: Any) -> None:
+    """Make ``search`` the SQL function ``viewdf_match_run`` of ``spark`` (classic or Connect)."""
+    import sys
+
+    from pyspark import cloudpickle
+    from pyspark.sql.functions import arrow_udf
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    spark.udf.register(FUNCTION, cast(Any, arrow_udf)(search, returnType=RESULT_TYPE))
