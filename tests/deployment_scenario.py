@@ -3,8 +3,9 @@ runs the same way on any SparkSession: local mode in the test process, a standal
 Spark Connect server in a child process (``python tests/deployment_scenario.py --master URL PATH``
 or ``--remote sc://HOST:PORT PATH`` prints the result as JSON).
 
-``--smoke`` runs its short form (CI): the hand-written views only, one on-time batch and the late one,
-read back after a reopen. The full form runs in ``./run stress``."""
+``--smoke`` runs its short form (CI): the hand-written views and a MATCH_RECOGNIZE view (whose automaton plan
+runs a Python Arrow UDF on the executors or the Connect server), one on-time batch and the late one, read back
+after a reopen. The full form runs in ``./run stress``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ PATTERN_VIEW = ("CREATE VIEW Rising AS SELECT src, dest, count(*) AS ct, sum(los
                 "FROM M PATTERN [a, b+] WHERE a.loss > 10 AND b.loss > a.loss GROUP BY src, dest")
 WINDOW_VIEW = ("CREATE VIEW Recent AS SELECT src, sum(loss) AS total, max(loss) AS peak, count(*) AS n "
                "FROM M [WINDOW 3 MINUTES] GROUP BY src")
+MATCH_VIEW = ("CREATE VIEW Climbs AS SELECT * FROM M MATCH_RECOGNIZE (PARTITION BY src ORDER BY ts "
+              "MEASURES A.loss AS low, B.loss AS high ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW "
+              "PATTERN (A B) DEFINE B AS B.loss > PREV(B.loss)) AS m")
 # (minute, src, loss): three on-time batches, then late rows for minutes already maintained
 BATCHES = [
     [(0, "a", 12), (0, "b", 5), (1, "a", 15), (1, "b", 11)],
@@ -41,7 +45,8 @@ def run_scenario(spark, path: str, smoke: bool = False) -> dict:
 
     warehouse = Warehouse(path, spark=spark, progress=False)
     warehouse.execute(NETWORK_DDL)
-    views = ("Helper", "View2")
+    warehouse.execute(MATCH_VIEW)
+    views = ("Helper", "View2", "Climbs")
     if not smoke:
         warehouse.execute(PATTERN_VIEW)
         warehouse.execute(WINDOW_VIEW)

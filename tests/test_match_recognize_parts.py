@@ -137,16 +137,9 @@ def test_parts_equal_the_oracle(shape: str, stream, make_warehouse) -> None:
                     patch.setenv(PLAN_SETTING, "general")
                     warehouse.execute(f"CREATE VIEW G AS {_mr(PART_SHAPES[shape])}")
         done = cut
-
-    def by_part(view: str) -> dict[int, list[list[object]]]:
-        parts: dict[int, list[list[object]]] = {}
-        for row in plain_rows(warehouse.run(f"SELECT * FROM {view}")[-1].frame):
-            stamp = row[-1].replace(tzinfo=datetime.timezone.utc)
-            parts.setdefault(int(stamp.timestamp()) // length, []).append(row[:-1])
-        return {part: results.normalise_rows(found) for part, found in parts.items()}
-    found = by_part("V")
+    found = _by_part(warehouse, "V", length)
     if compact:
-        assert by_part("G") == found
+        assert _by_part(warehouse, "G", length) == found
     expected = expected_by_part(_mr(PART_SHAPES[shape]), rows, length)
     for subscript, want in expected.items():
         assert found.pop(subscript, []) == want, subscript
@@ -154,3 +147,37 @@ def test_parts_equal_the_oracle(shape: str, stream, make_warehouse) -> None:
 
 
 _warehouses = itertools.count()
+
+
+def _by_part(warehouse, view: str, length: int) -> dict[int, list[list[object]]]:
+    """A view's rows (normalised) by part subscript."""
+    parts: dict[int, list[list[object]]] = {}
+    for row in plain_rows(warehouse.run(f"SELECT * FROM {view}")[-1].frame):
+        stamp = row[-1].replace(tzinfo=datetime.timezone.utc)
+        parts.setdefault(int(stamp.timestamp()) // length, []).append(row[:-1])
+    return {part: results.normalise_rows(found) for part, found in parts.items()}
+
+
+def test_late_rows_repair_the_automaton_plan(make_warehouse) -> None:
+    """A late row splits a rising run kept across parts in the automaton plan's Helper (its rows, not threads):
+    the repaired parts are the oracle's over every row, and the general plan's."""
+    prices = [1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 2, 3, 2, 5, 6]          # one run over parts 0 and 1, ending in part 1
+    start = datetime.datetime(2024, 1, 1)
+    rows = [{"key": "a", "ts": start + datetime.timedelta(seconds=second), "price": float(price), "vol": 1,
+             "id": second} for second, price in enumerate(prices)]
+    warehouse = make_warehouse()
+    warehouse.execute(f"CREATE STREAM S ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH 5")
+    warehouse.ingest("S", pd.DataFrame(rows))
+    warehouse.execute(f"CREATE VIEW V AS {_mr(PART_SHAPES['rise'])}")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(PLAN_SETTING, "general")
+        warehouse.execute(f"CREATE VIEW G AS {_mr(PART_SHAPES['rise'])}")
+
+    def expected(stream: list[dict[str, object]]) -> dict[int, list[list[object]]]:
+        return {part: want for part, want in expected_by_part(_mr(PART_SHAPES["rise"]), stream, 5).items() if want}
+    assert _by_part(warehouse, "V", 5) == expected(rows) == _by_part(warehouse, "G", 5)
+    assert min(expected(rows)) == 340813441               # before the late row, the first match ends in part 1
+    late = {"key": "a", "ts": start + datetime.timedelta(seconds=3.5), "price": 0.5, "vol": 1, "id": 100}
+    warehouse.ingest("S", pd.DataFrame([late]))
+    assert _by_part(warehouse, "V", 5) == expected(rows + [late]) == _by_part(warehouse, "G", 5)
+    assert min(expected(rows + [late])) == 340813440      # the late row's drop ends a match in part 0 now

@@ -21,7 +21,8 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-FUNCTION = "viewdf_match_run"
+from ..language.emptiness import MATCH_SEARCH
+
 RESULT_TYPE = ("array<struct<cursor:int,end:int,matches:bigint,out:array<struct<num:bigint,start:int,"
                "path:array<struct<i:int,v:int>>>>,error:string>>")
 
@@ -233,4 +234,4 @@ def register(spark: Any) -> None:
     from pyspark.sql.functions import arrow_udf
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    spark.udf.register(FUNCTION, cast(Any, arrow_udf)(search, returnType=RESULT_TYPE))
+    spark.udf.register(MATCH_SEARCH, cast(Any, arrow_udf)(search, returnType=RESULT_TYPE))

@@ -10,7 +10,7 @@ every possible content of the other inputs.
   and LIMIT never add rows.
 * Not so a SELECT without FROM, or one that aggregates without GROUP BY (one row even over
   nothing), or uses GROUPING SETS/ROLLUP/CUBE or PIVOT, or calls a function unknown to sqlglot
-  (it could be an aggregate): those are never known to be empty.
+  (it could be an aggregate; SCALAR lists those known to be scalar): those are never known to be empty.
 * UNION needs every branch empty, INTERSECT one, EXCEPT its left side.
 * Relations are placeholders (inputs), CTEs (their own formula) or subqueries; anything else
   (a table function, VALUES, an unknown name) is never known to be empty.
@@ -24,6 +24,11 @@ from typing import Callable, Iterator, Mapping
 from sqlglot import exp
 
 from .lifting import query_tree
+
+# the automaton plan's search of MATCH_RECOGNIZE views (engine/match_runner.py): a scalar function the warehouse
+# registers on its session
+MATCH_SEARCH = "viewdf_match_run"
+SCALAR = frozenset({MATCH_SEARCH, "raise_error"})     # scalar functions sqlglot does not know
 
 
 @dataclass(frozen=True)
@@ -165,7 +170,10 @@ def _aggregates_everything(select: exp.Select) -> bool:
 
 def _calls_aggregate(node: exp.Expr) -> bool:
     """An aggregate in this SELECT's own scope (not inside a window, subquery or lambda's query).
-    Functions sqlglot does not know count as aggregates: a user's aggregate is one of them."""
+    Functions sqlglot does not know count as aggregates (a user's aggregate is one of them), except the
+    scalar functions in SCALAR."""
+    if isinstance(node, exp.Anonymous) and node.name.lower() in SCALAR:
+        return any(_calls_aggregate(child) for child in node.iter_expressions())
     if isinstance(node, (exp.AggFunc, exp.Anonymous, exp.Any)):
         return True
     if isinstance(node, (exp.Window, exp.Subquery, exp.Select)):

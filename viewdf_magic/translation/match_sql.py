@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..language.emptiness import MATCH_SEARCH
 from ..language.tokens import quote_name
 from .match_compact import CompactPlan
 from .match_pattern import ACCEPT, Automaton
@@ -37,7 +38,6 @@ from .viewdf_text import viewdf_text
 
 STATE = ("n", "cursor", "matches", "recent", "searches")     # the fields of a partition's state (general plan)
 COMPACT_STATE = ("cursor", "matches", "rows")                # (automaton plan)
-MATCH_FUNCTION = "viewdf_match_run"                          # the automaton plan's search (engine/match_runner.py)
 HELPER_COLUMNS = ("st", "out", "at")                         # the Helper's columns after the partition keys
 
 
@@ -283,7 +283,7 @@ class MatchTranslation:
                  else "CAST(NULL AS array<bigint>)")
         program = plan.program.replace("\\", "\\\\").replace("'", "''")
         return [f", prepared AS (SELECT {self._key_list}{carried}, st, {rows} AS R FROM joined)",
-                f", searched AS (SELECT *, {MATCH_FUNCTION}(transform(R, r -> r.m), {times}, {counts}, size(st.rows), "
+                f", searched AS (SELECT *, {MATCH_SEARCH}(transform(R, r -> r.m), {times}, {counts}, size(st.rows), "
                 f"st.cursor, st.matches, '{program}') AS S FROM prepared)"]
 
     def _snapshot(self, plan: CompactPlan, snapshot: str) -> str:
