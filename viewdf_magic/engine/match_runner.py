@@ -170,19 +170,19 @@ def run(program: _Program, masks: list[int], times: list[int] | None, counts: li
                 searches.append([row, times[row] if times is not None else 0,
                                  [(node, None) for node in program.start],
                                  (None,) if program.accepts_empty else None])
-                for search in searches:
-                    _advance(program, search, mask, row, times)
+                for pending in searches:
+                    _advance(program, pending, mask, row, times)
                 blocked, kept = False, []
-                for search in searches:
-                    start, _, threads, found = search
+                for pending in searches:
+                    start, _, threads, found = pending
                     if blocked:
                         if threads or found is not None:
-                            kept.append(search)
+                            kept.append(pending)
                     elif start < cursor or (not threads and found is None):
                         continue
                     elif threads:
                         cursor, blocked = start, True
-                        kept.append(search)
+                        kept.append(pending)
                     else:
                         cells = _rows(found[0])
                         matches += 1

@@ -281,9 +281,11 @@ class MatchTranslation:
         timestamp = quote_name(self.order[0])
         times = (f"transform(R, r -> unix_micros(r.e.{timestamp}))" if self.query.within is not None
                  else "CAST(NULL AS array<bigint>)")
+        # a partition without new rows takes no step: its masks need not cross into Python
+        masks = "IF(size(R) > size(st.rows), transform(R, r -> r.m), CAST(array() AS array<bigint>))"
         program = plan.program.replace("\\", "\\\\").replace("'", "''")
         return [f", prepared AS (SELECT {self._key_list}{carried}, st, {rows} AS R FROM joined)",
-                f", searched AS (SELECT *, {MATCH_SEARCH}(transform(R, r -> r.m), {times}, {counts}, size(st.rows), "
+                f", searched AS (SELECT *, {MATCH_SEARCH}({masks}, {times}, {counts}, size(st.rows), "
                 f"st.cursor, st.matches, '{program}') AS S FROM prepared)"]
 
     def _snapshot(self, plan: CompactPlan, snapshot: str) -> str:
