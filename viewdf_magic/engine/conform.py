@@ -4,6 +4,7 @@ target's columns by name or by position; the column names the warehouse reserves
 from __future__ import annotations
 
 import functools
+import json
 import operator
 import os
 from typing import Callable
@@ -11,6 +12,7 @@ from urllib.parse import unquote
 
 import pandas as pd
 from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql.utils import is_remote
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
@@ -85,10 +87,17 @@ def _rejected(value: Column, target: StructField) -> Column:
 
 def _cast(frame: DataFrame, pairs: list, error: ErrorAt) -> DataFrame:
     try:
-        return frame.select([F.col(quote_name(source)).cast(target.dataType).alias(target.name)
-                             for source, target in pairs])
+        return frame.select(_casts(is_remote(), tuple((source, target.json()) for source, target in pairs)))
     except SPARK_ERRORS as exc:
         raise error(f"schema mismatch: {spark_error(exc).message}") from None
+
+
+@functools.lru_cache(maxsize=64)
+def _casts(remote: bool, pairs: tuple[tuple[str, str], ...]) -> list[Column]:
+    """The columns that cast each source column to its target field (JSON), built once: each Column call is a
+    round trip to the JVM, a batch of many columns made hundreds (``remote``: Connect's Columns differ)."""
+    return [F.col(quote_name(source)).cast((target := StructField.fromJson(json.loads(field))).dataType)
+            .alias(target.name) for source, field in pairs]
 
 
 def to_frame(spark: SparkSession, data: pd.DataFrame | DataFrame) -> DataFrame:

@@ -13,40 +13,46 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import reduce
+from typing import Callable
 
-from pyspark.sql import DataFrame, Observation, SparkSession, Window, WindowSpec
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.column import Column
 from pyspark.sql.types import LongType, MapType, StructField, StructType, TimestampType
 
 from ..catalog.filesystem import FileSystem
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState, Slice
-from ..language.tokens import quote_name
+from ..language.tokens import backquote
 from ..timeparts import subscript_sql
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
-def row_hash(columns: list[Column], schema: StructType) -> Column:
-    """A row's hash over ``columns`` (typed by ``schema``); NULL flags keep (NULL, 1) apart from (1, NULL)."""
-    values = [F.to_json(c) if isinstance(f.dataType, MapType) else c for c, f in zip(columns, schema.fields)]
-    return F.xxhash64(*values, F.array(*[c.isNull() for c in values]))
+def row_hash(values: list[str], schema: StructType) -> str:
+    """SQL for a row's hash over ``values`` (SQL expressions typed by ``schema``); NULL flags keep (NULL, 1)
+    apart from (1, NULL).
+
+    The storage layer builds its expressions as SQL text: each Column call is a round trip to the JVM (about
+    0.3 ms on these machines), and a step's write built from Columns made hundreds of them."""
+    hashed = [f"to_json({v})" if isinstance(f.dataType, MapType) else v for v, f in zip(values, schema.fields)]
+    return f"xxhash64({', '.join([*hashed, 'array(' + ', '.join(f'({v}) IS NULL' for v in hashed) + ')'])})"
 
 
-def hash_sum(hashes: Column, where: Column | None = None, over: WindowSpec | None = None) -> Column:
-    """The exact sum of 64-bit ``hashes`` (of the rows ``where`` holds; per ``over`` window) as a decimal.
+def hash_sum(hashes: str, where: str | None = None, partition: str | None = None) -> str:
+    """SQL for the exact sum of 64-bit ``hashes`` (of the rows ``where`` holds; per ``partition``) as a decimal.
 
     Summed as two longs, the high (signed) and low (unsigned) 32 bits, which is exact below 2**31 rows
     and much cheaper than a decimal sum per row (docs/benchmarks.md); NULL without rows."""
-    halves = [F.shiftright(hashes, 32), hashes.bitwiseAND(F.lit(0xFFFFFFFF))]
-    sums = [F.sum(h if where is None else F.when(where, h)) for h in halves]
-    high, low = [(s if over is None else s.over(over)).cast("decimal(38,0)") for s in sums]
-    return high * F.lit(1 << 32).cast("decimal(38,0)") + low
+    halves = [f"shiftright({hashes}, 32)", f"(({hashes}) & {0xFFFFFFFF})"]
+    over = "" if partition is None else f" OVER (PARTITION BY {partition})"
+    high, low = [f"CAST(sum({h if where is None else f'CASE WHEN {where} THEN {h} END'}){over} AS DECIMAL(38,0))"
+                 for h in halves]
+    return f"({high} * CAST({1 << 32} AS DECIMAL(38,0)) + {low})"
 
 
 def content_checksum(schema: StructType) -> Column:
     """An order-independent hash of a part's rows (a sum of row hashes), so a recomputed part can be
     compared with the stored one without reading it back."""
-    hashed = row_hash([F.col(quote_name(f.name)) for f in schema.fields], schema)
-    return F.coalesce(hash_sum(hashed), F.lit(0).cast("decimal(38,0)"))
+    hashed = row_hash([backquote(f.name) for f in schema.fields], schema)
+    return F.expr(f"coalesce({hash_sum(hashed)}, CAST(0 AS DECIMAL(38,0)))")
 
 
 def checksum_text(rows: int, content: object) -> str:
@@ -57,20 +63,19 @@ def checksum_text(rows: int, content: object) -> str:
 EMPTY_CHECKSUM = checksum_text(0, 0)
 
 
-def _constant(value: int) -> Column:
-    """``value`` as a column whose value does not enter generated code.
+def _constant(value: int) -> str:
+    """SQL for ``value`` as a value that does not enter generated code.
 
-    Spark inlines a primitive literal into the Java it generates, so a plain ``lit`` would give every
+    Spark inlines a primitive literal into the Java it generates, so a plain literal would give every
     part new code and a stage compile (about 0.1-0.2 s per step at 1M rows; docs/benchmarks.md). An
     array literal is passed to the code as an object instead, and the non-foldable index keeps constant
     folding from turning it back into a primitive."""
-    index = F.lit(1) + F.lit(0) * F.spark_partition_id()
-    return F.element_at(F.array(F.lit(value)), index)
+    return f"element_at(array({value}), 1 + 0 * spark_partition_id())"
 
 
 def part_stamp(seconds: int) -> Column:
     """A part's PART_TIMESTAMP (its start, epoch ``seconds``) as a column that does not enter generated code."""
-    return F.timestamp_seconds(_constant(seconds))
+    return F.expr(f"timestamp_seconds({_constant(seconds)})")
 
 
 def stored_schema(definition: ObjectDef) -> StructType:
@@ -79,6 +84,13 @@ def stored_schema(definition: ObjectDef) -> StructType:
     if definition.partitioned:
         schema = StructType(schema.fields + [StructField(PART_TIMESTAMP, TimestampType(), True)])
     return schema
+
+
+STAT = "__vdf_stat"       # the columns ``write_range`` adds for its counts and checksums, dropped before the write
+
+
+def _key(embedded: Embedded) -> tuple:
+    return tuple((column, schema.json()) for column, schema in embedded)
 
 
 @dataclass(frozen=True)
@@ -101,8 +113,8 @@ class PartStore:
         self.fs = fs
         self.cache: OrderedDict[tuple[str, int], DataFrame] = OrderedDict()
         self.cache_size = cache_size
-        # Built once per schema: each costs dozens of py4j calls, which add up to 20-30 ms per step
-        self._checksums: dict[str, Column] = {}
+        # Built once per schema: each Column is a py4j call, and they add up to tens of ms per step
+        self._metrics: dict[tuple, list[Column]] = {}
         self._empties: dict[str, DataFrame] = {}
 
     # -- reading -------------------------------------------------------------------------
@@ -146,9 +158,9 @@ class PartStore:
             schema = StructType([StructField(scan.column, definition.schema, True), timestamp] + part)
         frame = self.spark.read.schema(schema).parquet(*[self.fs.uri(f) for f in scan.folders])
         if scan.column is not None:
-            embedded = F.col(quote_name(scan.column))
-            frame = frame.where(embedded.isNotNull()).select(
-                *[embedded.getField(f.name).alias(f.name) for f in definition.schema.fields],
+            embedded = backquote(scan.column)
+            frame = frame.where(f"{embedded} IS NOT NULL").selectExpr(
+                *[f"{embedded}.{backquote(f.name)} AS {backquote(f.name)}" for f in definition.schema.fields],
                 PART_TIMESTAMP, *[f.name for f in part])
         if scan.targets is None:
             return frame
@@ -157,17 +169,16 @@ class PartStore:
             # would compile new code (50-100 ms at 1M rows; docs/benchmarks.md)
             return frame.drop(PART_COLUMN)
         sources = sorted(scan.targets)
-        number = F.col(PART_COLUMN)
         contiguous = sources[-1] - sources[0] + 1 == len(sources)
         # one SQL expression each, not a Column per part: thousands of parts would be thousands of JVM calls
-        frame = frame.where(number.between(sources[0], sources[-1]) if contiguous
-                            else F.expr(f"{PART_COLUMN} IN ({', '.join(map(str, sources))})"))
+        frame = frame.where(f"{PART_COLUMN} BETWEEN {sources[0]} AND {sources[-1]}" if contiguous
+                            else f"{PART_COLUMN} IN ({', '.join(map(str, sources))})")
         if scan.restamped:
-            targets = F.expr(f"CAST(map_from_arrays(array({', '.join(map(str, sources))}), array("
-                             + ", ".join(f"array({', '.join(map(str, scan.targets[s]))})" for s in sources)
-                             + ")) AS MAP<BIGINT, ARRAY<BIGINT>>)")
-            frame = frame.withColumn(PART_COLUMN, F.explode(F.element_at(targets, number))).withColumn(
-                PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(definition.length)))
+            targets = (f"CAST(map_from_arrays(array({', '.join(map(str, sources))}), array("
+                       + ", ".join(f"array({', '.join(map(str, scan.targets[s]))})" for s in sources)
+                       + ")) AS MAP<BIGINT, ARRAY<BIGINT>>)")
+            frame = self.stamp_run(definition, frame.withColumn(
+                PART_COLUMN, F.expr(f"explode(element_at({targets}, {PART_COLUMN}))")))
         return frame.drop(PART_COLUMN)
 
     def read_table(self, definition: ObjectDef, state: ObjectState) -> DataFrame:
@@ -191,24 +202,44 @@ class PartStore:
     def stamp(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> DataFrame:
         """``frame`` (the view's columns) with its part's PART_TIMESTAMP and part number."""
         return frame.withColumns({PART_TIMESTAMP: part_stamp(subscript * definition.length),     # one analysis
-                                  PART_COLUMN: _constant(subscript).cast("bigint")})
+                                  PART_COLUMN: F.expr(f"CAST({_constant(subscript)} AS BIGINT)")})
 
     @staticmethod
     def stamp_run(definition: ObjectDef, frame: DataFrame) -> DataFrame:
         """``frame`` (the view's columns and each row's part in ``__part``) with PART_TIMESTAMP."""
-        return frame.withColumn(PART_TIMESTAMP, F.timestamp_seconds(F.col(PART_COLUMN) * F.lit(definition.length)))
+        return frame.withColumn(PART_TIMESTAMP, F.expr(f"timestamp_seconds({PART_COLUMN} * {definition.length})"))
 
-    def _checksum(self, schema: StructType) -> Column:
-        key = schema.json()
-        if key not in self._checksums:
-            self._checksums[key] = content_checksum(schema)
-        return self._checksums[key]
+    def _built(self, key: tuple, build: Callable[[], list[Column]]) -> list[Column]:
+        """``build()``'s columns, built once per ``key`` (a schema's)."""
+        if key not in self._metrics:
+            self._metrics[key] = build()
+        return self._metrics[key]
 
     @staticmethod
-    def _embedded_hash(column: str, schema: StructType) -> tuple[Column, Column]:
-        """Whether a row holds the embedded view's row, and that row's hash (as ``content_checksum`` hashes it)."""
-        struct = F.col(quote_name(column))
-        return struct.isNotNull(), row_hash([struct.getField(f.name) for f in schema.fields], schema)
+    def _embedded_hash(column: str, schema: StructType) -> tuple[str, str]:
+        """SQL for whether a row holds the embedded view's row, and for that row's hash (as ``content_checksum``
+        hashes it)."""
+        struct = backquote(column)
+        return f"{struct} IS NOT NULL", row_hash([f"{struct}.{backquote(f.name)}" for f in schema.fields], schema)
+
+    def _part_metrics(self, schema: StructType, embedded: Embedded) -> list[Column]:
+        """What ``write_part`` observes: rows and checksum of the part and of each embedded view."""
+        metrics = [F.expr("count(1) AS rows"), content_checksum(schema).alias("checksum")]
+        for n, (column, inner) in enumerate(embedded):
+            present, hashed = self._embedded_hash(column, inner)
+            metrics += [F.expr(f"count(CASE WHEN {present} THEN 1 END) AS rows{n}"),
+                        F.expr(f"{hash_sum(hashed, present)} AS checksum{n}")]
+        return metrics
+
+    def _range_stats(self, schema: StructType, embedded: Embedded) -> list[Column]:
+        """What ``write_range`` adds to each row: its part's rows and checksum, and each embedded view's."""
+        by_part = f" OVER (PARTITION BY {PART_COLUMN})"
+        stats = [f"count(1){by_part}", hash_sum(row_hash([backquote(f.name) for f in schema.fields], schema),
+                                                partition=PART_COLUMN)]
+        for column, inner in embedded:
+            present, hashed = self._embedded_hash(column, inner)
+            stats += [f"count(CASE WHEN {present} THEN 1 END){by_part}", hash_sum(hashed, present, PART_COLUMN)]
+        return [F.expr(f"{stat} AS {STAT}{n}") for n, stat in enumerate(stats)]
 
     def write_part(self, definition: ObjectDef, subscript: int, stamped: DataFrame, embedded: Embedded = ()
                    ) -> tuple[str, dict[str | None, Counted]]:
@@ -221,11 +252,8 @@ class PartStore:
         folder = self.new_folder(definition)
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
-        metrics = [F.count(F.lit(1)).alias("rows"), self._checksum(definition.schema).alias("checksum")]
-        for n, (column, schema) in enumerate(embedded):
-            present, hashed = self._embedded_hash(column, schema)
-            metrics += [F.count(F.when(present, 1)).alias(f"rows{n}"),
-                        hash_sum(hashed, present).alias(f"checksum{n}")]
+        metrics = self._built(("part", definition.schema.json(), _key(embedded)),
+                              lambda: self._part_metrics(definition.schema, embedded))
         observed = Observation()
         stamped.observe(observed, *metrics).write.parquet(self.fs.uri(folder))
         got = observed.get
@@ -249,18 +277,13 @@ class PartStore:
         hashes every part. Returns the folder ("" when no part has rows) and, for each part with rows,
         what it holds of the part itself (key None) and of each embedded view."""
         folder = self.new_folder(definition)
-        by_part = Window.partitionBy(PART_COLUMN)
-        stats = [F.count(F.lit(1)).over(by_part),
-                 hash_sum(row_hash([F.col(quote_name(f.name)) for f in definition.schema.fields], definition.schema),
-                          over=by_part)]
-        for column, schema in embedded:
-            present, hashed = self._embedded_hash(column, schema)
-            stats += [F.count(F.when(present, 1)).over(by_part), hash_sum(hashed, present, by_part)]
-        names = [f"__vdf_stat{n}" for n in range(len(stats))]
+        stats = self._built(("range", definition.schema.json(), _key(embedded)),
+                            lambda: self._range_stats(definition.schema, embedded))
+        names = [f"{STAT}{n}" for n in range(len(stats))]
+        [collected] = self._built(("collected", len(stats)), lambda: [
+            F.expr(f"collect_set(struct({', '.join([PART_COLUMN, *names])})) AS parts")])
         observed = Observation()
-        stamped.select("*", *[s.alias(n) for s, n in zip(stats, names)]) \
-            .observe(observed, F.collect_set(F.struct(PART_COLUMN, *names)).alias("parts")) \
-            .drop(*names).write.parquet(self.fs.uri(folder))
+        stamped.select("*", *stats).observe(observed, collected).drop(*names).write.parquet(self.fs.uri(folder))
         parts: dict[int, dict[str | None, Counted]] = {}
         for row in observed.get["parts"]:
             values = list(row)
@@ -283,12 +306,13 @@ class PartStore:
         ``part_counts``, needed only when it spans several)."""
         length = definition.length
         assert definition.timestamp_column is not None      # every stream has one
-        number = F.expr(subscript_sql(quote_name(definition.timestamp_column), length))
-        out = frame.withColumns({PART_TIMESTAMP: F.timestamp_seconds(number * F.lit(length)),
-                                 PART_COLUMN: number}).sortWithinPartitions(PART_COLUMN)
+        number = subscript_sql(backquote(definition.timestamp_column), length)
+        out = frame.withColumns({PART_TIMESTAMP: F.expr(f"timestamp_seconds({number} * {length})"),
+                                 PART_COLUMN: F.expr(number)}).sortWithinPartitions(PART_COLUMN)
         observed = Observation()
-        out.observe(observed, F.count(F.lit(1)).alias("rows"), F.count(F.when(number.isNull(), 1)).alias("nulls"),
-                    F.min(number).alias("first"), F.max(number).alias("last")).write.parquet(self.fs.uri(folder))
+        out.observe(observed, *[F.expr(metric) for metric in (
+            "count(1) AS rows", f"count(CASE WHEN {number} IS NULL THEN 1 END) AS nulls", f"min({number}) AS first",
+            f"max({number}) AS last")]).write.parquet(self.fs.uri(folder))
         got = observed.get
         return Batch(int(got["rows"]), int(got["nulls"]), got["first"], got["last"])
 
