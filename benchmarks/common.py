@@ -11,6 +11,8 @@ from typing import Callable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .process_cpu import tree_cpu_seconds
+
 FIRST_PART = 23668440          # 2015-01-01 10:00 UTC, minute parts
 
 
@@ -44,26 +46,8 @@ def session_cpu_seconds(spark: SparkSession) -> float:
     GC, the JIT) and the JVM's descendants (the Python workers of UDFs and data sources, and those they
     reaped), from /proc (Linux)."""
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()    # type: ignore[union-attr]
-    parents: dict[int, int] = {}
-    times: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except OSError:          # the process ended meanwhile
-            continue
-        parents[int(entry)] = int(fields[1])
-        times[int(entry)] = sum(int(value) for value in fields[11:15]) / tick    # utime, stime, cutime, cstime
-    tree, grown = {jvm}, True
-    while grown:
-        found = {pid for pid, parent in parents.items() if parent in tree} - tree
-        tree |= found
-        grown = bool(found)
     own = os.times()
-    return sum(times.get(pid, 0.0) for pid in tree) + own.user + own.system
+    return tree_cpu_seconds(jvm) + own.user + own.system
 
 
 def timed(action: Callable[[], object]) -> float:

@@ -34,7 +34,7 @@ from viewdf_magic.nexmark.queries import nexmark_queries
 from viewdf_magic.nexmark.views import NEXMARK_VIEWS
 
 from .common import bench_session, session_cpu_seconds
-from .nexmark_report import Figures, combined, figures, plot, table
+from .nexmark_report import Figures, combined, figures, input_table, plot, table
 from .nexmark_runs import (Run, flink_available, flink_rows, naive_rows, run_flink, run_naive,
                            run_structured_streaming, run_viewdf, viewdf_rows)
 
@@ -167,6 +167,8 @@ def main() -> None:
         if not arguments.workdir:
             shutil.rmtree(folder, ignore_errors=True)
     print(table(results))
+    if input_table(results):
+        print(input_table(results))
     print(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores")
     if arguments.json:
         with open(arguments.json, "w") as handle:

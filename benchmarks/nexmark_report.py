@@ -10,7 +10,10 @@ of that part and the maintenance that makes the view part (ViewDF), the micro-ba
 Streaming), the recomputation (naive). The first ``warmup`` cycles are left out. Flink runs one job
 over all parts: its throughput is the events over the job's seconds less those of the same job over
 no events (planning, deployment, start-up), and its latency of one part is derived from that (a
-stream part's events at that rate), not measured.
+stream part's events at that rate), not measured. Its events per CPU-second are over the job's
+CPU-seconds (its Python process and JVM) less the empty job's; ``input_table`` gives both figures
+again with the reading and parsing of its CSV input also left out (a scan of the streams the query
+reads), since the Spark systems read Parquet: Flink's figure comparable with theirs lies between.
 
 Beside those, every Spark system (ViewDF, Structured Streaming, naive) gets the same whole-run figures:
 all the events over the run's wall seconds, and over the CPU-seconds that the driver process and its JVM
@@ -40,10 +43,13 @@ class Figures:
     cycles: int
     equal: bool | None = None
     events_per_wall_second: float | None = None   # the whole run (Spark systems)
-    events_per_cpu_second: float | None = None    # the whole run, over the driver's and its JVM's CPU-seconds
+    events_per_cpu_second: float | None = None    # the whole run, over the driver's and its JVM's CPU-seconds (Flink: the job's)
     lowest: float | None = None            # events/s per core, lowest and highest over the rounds
     highest: float | None = None
     rounds: int = 1
+    # Flink: the same two figures with its CSV input's reading and parsing left out (the Spark systems read Parquet)
+    events_per_core_without_input: float | None = None
+    events_per_cpu_second_without_input: float | None = None
 
 
 def _cycles(values: list[float], subscripts: tuple[int, ...], period: int, offset: int,
@@ -88,20 +94,31 @@ def combined(rounds: list[Figures]) -> Figures:
     return Figures(first.system, first.query, first.cores, median("events_per_core"), median("part_seconds"),
                    median("ingest_seconds"), first.cycles, equal, median("events_per_wall_second"),
                    median("events_per_cpu_second"), min(per_core, default=None), max(per_core, default=None),
-                   len(rounds))
+                   len(rounds), median("events_per_core_without_input"), median("events_per_cpu_second_without_input"))
 
 
 def _flink_figures(run: Run, events: list[int]) -> Figures:
-    """Throughput over the job's seconds less the empty job's; none when that difference is under a
-    quarter of the job (the input is too small to time against the fixed cost). The latency of one
-    part: a stream part's events (the median) at that throughput."""
+    """Throughput over the job's seconds less the empty job's, and over its CPU-seconds less the empty job's;
+    none when a difference is under a quarter of the job (the input is too small to time against the fixed
+    cost). The latency of one part: a stream part's events (the median) at that throughput. Beside them, the
+    same with the input's reading and parsing (``input_seconds``) also left out."""
     assert run.job_seconds is not None and run.empty_job_seconds is not None
-    net = run.job_seconds - run.empty_job_seconds
-    if net < run.job_seconds / 4:
+
+    def rate(whole: float | None, empty: float | None, reading: float | None, cores: int = 1) -> float | None:
+        if whole is None or empty is None or whole - empty - (reading or 0) < whole / 4:
+            return None
+        return sum(events) / (whole - empty - (reading or 0)) / cores
+
+    per_core = rate(run.job_seconds, run.empty_job_seconds, None, run.cores)
+    if per_core is None:
         return Figures(run.system, run.query, run.cores, None, None, None, 1)
-    per_core = sum(events) / net / run.cores
     return Figures(run.system, run.query, run.cores, per_core, statistics.median(events) / (per_core * run.cores),
-                   None, 1, lowest=per_core, highest=per_core)
+                   None, 1, events_per_cpu_second=rate(run.cpu_seconds, run.empty_cpu_seconds, None),
+                   lowest=per_core, highest=per_core,
+                   events_per_core_without_input=rate(run.job_seconds, run.empty_job_seconds, run.input_seconds,
+                                                      run.cores),
+                   events_per_cpu_second_without_input=rate(run.cpu_seconds, run.empty_cpu_seconds,
+                                                            run.input_cpu_seconds))
 
 
 def _number(value: float | None, digits: int = 2) -> str:
@@ -120,6 +137,21 @@ def table(rows: list[Figures]) -> str:
     widths = [max(len(line[k]) for line in lines) for k in range(len(header))]
     return "\n".join("  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
                      for line in lines)
+
+
+def input_table(rows: list[Figures]) -> str:
+    """Flink's figures with and without reading and parsing its CSV input (empty without Flink rows)."""
+    flink = [f for f in rows if f.system == "flink"]
+    if not flink:
+        return ""
+    header = ("query", "events/s per core", "without input", "events per CPU-s", "without input")
+    lines = [header] + [(f.query, _number(f.events_per_core, 1), _number(f.events_per_core_without_input, 1),
+                         _number(f.events_per_cpu_second, 1), _number(f.events_per_cpu_second_without_input, 1))
+                        for f in flink]
+    widths = [max(len(line[k]) for line in lines) for k in range(len(header))]
+    return "Flink, with and without reading and parsing its CSV input:\n" + "\n".join(
+        "  ".join(cell.ljust(w) if k == 0 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
+        for line in lines)
 
 
 def plot(rows: list[Figures], path: str | None = None, title: str = ""):

@@ -49,7 +49,10 @@ class Run:
     empty_job_seconds: float | None = None    # Flink: the same job over no events
     rows: str | None = None
     wall_seconds: float | None = None         # Spark systems: the whole run, from its start to its last row
-    cpu_seconds: float | None = None          # Spark systems: the CPU the driver process and its JVM used then
+    cpu_seconds: float | None = None          # the CPU the driver process and its JVM used then (Flink: the job's)
+    empty_cpu_seconds: float | None = None    # Flink: the job over no events
+    input_seconds: float | None = None        # Flink: reading and parsing its CSV input (a scan, less a scan of none)
+    input_cpu_seconds: float | None = None
 
 
 def run_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
@@ -133,8 +136,8 @@ def naive_rows(spark: SparkSession, run: Run, like: DataFrame) -> DataFrame:
 
 
 def run_flink(files: PartFiles, queries: list[str], windows: Windows, folder: str, parallelism: int) -> list[Run]:
-    """Time each query in Flink (blackhole sink; the job over the parts and over no events), then run
-    them again writing their rows as CSV under ``folder``."""
+    """Time each query in Flink (blackhole sink; the job over the parts and over no events, and a scan of its
+    input), in wall and CPU-seconds, then run them again writing their rows as CSV under ``folder``."""
     common = [str(FLINK_PYTHON), str(REPO / "tools" / "flink_nexmark.py"), "--data", files.folder,
               "--window", str(windows.window_seconds), "--slide", str(windows.slide_seconds),
               "--parallelism", str(parallelism), "--queries", *queries]
@@ -143,7 +146,9 @@ def run_flink(files: PartFiles, queries: list[str], windows: Windows, folder: st
     for line in timed.stdout.splitlines():
         measured = json.loads(line)
         runs.append(Run("flink", measured["query"], parallelism, job_seconds=measured["seconds"],
-                        empty_job_seconds=measured["empty_seconds"], rows=os.path.join(folder, measured["query"])))
+                        empty_job_seconds=measured["empty_seconds"], rows=os.path.join(folder, measured["query"]),
+                        cpu_seconds=measured["cpu_seconds"], empty_cpu_seconds=measured["empty_cpu_seconds"],
+                        input_seconds=measured["input_seconds"], input_cpu_seconds=measured["input_cpu_seconds"]))
     subprocess.run([*common, "--rows", folder], check=True, capture_output=True, text=True)
     return runs
 

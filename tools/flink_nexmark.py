@@ -11,11 +11,13 @@ keep the window's start and q7 its end. Mini-batches are on as in nexmark-flink'
 
     ./run flink-nexmark                                  record the tests' configuration (tests/nexmark)
     python tools/flink_nexmark.py --data D --rows OUT    each query's rows as CSV under OUT/<query>/
-    python tools/flink_nexmark.py --data D --timing      seconds per query (blackhole sink), JSON lines
+    python tools/flink_nexmark.py --data D --timing      seconds and CPU-seconds per query (blackhole sink), JSON lines
 
 Recording writes tests/nexmark/flink_results/<query>.json with canonical rows (a count and a digest
 for large results) and _input.json describing the data. ``--timing`` runs each query twice, over the
-data and over no events; the second is the job's fixed cost (planning, deployment, start-up).
+data and over no events; the second is the job's fixed cost (planning, deployment, start-up). It also
+times a scan of each stream a query reads (over the data, less over none): reading and parsing the CSV,
+which the Spark systems do not pay (they read Parquet), so that it can be subtracted.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import glob
 import json
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import time
@@ -44,6 +47,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from pyflink.table import EnvironmentSettings, TableEnvironment  # noqa: E402
 
+from benchmarks.process_cpu import tree_cpu_seconds  # noqa: E402
 from viewdf_magic.nexmark import NexmarkConfig  # noqa: E402
 from viewdf_magic.nexmark.canonical import canonical_rows, digest, recording  # noqa: E402
 from viewdf_magic.nexmark.parts import STREAMS, write_parts  # noqa: E402
@@ -149,12 +153,46 @@ def _sink_columns(environment: TableEnvironment, sql: str) -> list[tuple[str, st
     return [(name, str(kind)) for name, kind in zip(schema.get_field_names(), schema.get_field_data_types())]
 
 
-def _run(environment: TableEnvironment, name: str, sql: str, options: str) -> float:
-    """CREATE TABLE AS the query into a sink; the job's seconds."""
+def _run(environment: TableEnvironment, name: str, sql: str, options: str) -> tuple[float, float]:
+    """CREATE TABLE AS the query into a sink; the job's seconds and CPU-seconds (this process and its JVM)."""
     environment.execute_sql(f"DROP TABLE IF EXISTS sink_{name}")
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), tree_cpu_seconds(os.getpid())
     environment.execute_sql(f"CREATE TABLE sink_{name} WITH ({options}) AS {sql}").wait()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, tree_cpu_seconds(os.getpid()) - cpu
+
+
+def _read_streams(sql: str) -> list[str]:
+    """The streams a query reads."""
+    return [stream for stream in STREAMS if re.search(rf"(\bFROM|\bJOIN|\bTABLE|,)\s*{stream}\b", sql)]
+
+
+def _timed(environment: TableEnvironment, folders: dict[bool, dict[str, str]], scratch: str, name: str,
+           sql: str) -> dict[bool, tuple[float, float]]:
+    """``sql`` into a blackhole over the events and over none: (seconds, CPU-seconds) of each job."""
+    measured = {}
+    for empty, columns in folders.items():
+        _register(environment, columns, os.path.join(scratch, "empty" if empty else "data"))
+        measured[empty] = _run(environment, name, sql, "'connector' = 'blackhole'")
+    return measured
+
+
+def _time_queries(environment: TableEnvironment, folders: dict[bool, dict[str, str]], scratch: str,
+                  queries: dict[str, str], parallelism: int) -> None:
+    """Print a JSON line per query: its job's seconds and CPU-seconds over the events and over none, and
+    those of reading its input (a scan of each stream it reads, less the scan of none), which the Spark
+    systems read from Parquet instead of parsing CSV."""
+    scans = {}
+    for name, sql in queries.items():
+        job = _timed(environment, folders, scratch, name, sql)
+        for stream in _read_streams(sql):
+            if stream not in scans:
+                scan = _timed(environment, folders, scratch, f"scan_{stream}", f"SELECT * FROM {stream}")
+                scans[stream] = tuple(scan[False][k] - scan[True][k] for k in (0, 1))
+        print(json.dumps({"query": name, "seconds": job[False][0], "empty_seconds": job[True][0],
+                          "cpu_seconds": job[False][1], "empty_cpu_seconds": job[True][1],
+                          "input_seconds": sum(scans[s][0] for s in _read_streams(sql)),
+                          "input_cpu_seconds": sum(scans[s][1] for s in _read_streams(sql)),
+                          "parallelism": parallelism}), flush=True)
 
 
 def _value(text: str, kind: str) -> object:
@@ -200,13 +238,13 @@ def _results(environment: TableEnvironment, queries: dict[str, str], out: str) -
         path = os.path.join(out, name)
         if name in CHANGELOG_QUERIES:
             changes = path + ".changelog"
-            seconds = _run(environment, name, sql,
-                           f"'connector' = 'filesystem', 'path' = '{changes}', 'format' = 'debezium-json'")
+            seconds, _ = _run(environment, name, sql,
+                              f"'connector' = 'filesystem', 'path' = '{changes}', 'format' = 'debezium-json'")
             os.makedirs(path)
             with open(os.path.join(path, "part-folded.csv"), "w", newline="") as handle:
                 csv.writer(handle).writerows(_folded_changelog(changes, columns))
         else:
-            seconds = _run(environment, name, sql, f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv'")
+            seconds, _ = _run(environment, name, sql, f"'connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv'")
         print(f"{name}: {seconds:.1f} s", file=sys.stderr, flush=True)
         results[name] = columns
     return results
@@ -283,13 +321,7 @@ def main() -> None:
             return
         environment = _environment(arguments.parallelism, None)
         folders = {empty: _write_csv(arguments.data, scratch, empty) for empty in (False, True)}
-        for name, sql in queries.items():
-            seconds = {}
-            for empty, columns in folders.items():
-                _register(environment, columns, os.path.join(scratch, "empty" if empty else "data"))
-                seconds[empty] = _run(environment, name, sql, "'connector' = 'blackhole'")
-            print(json.dumps({"query": name, "seconds": seconds[False], "empty_seconds": seconds[True],
-                              "parallelism": arguments.parallelism}), flush=True)
+        _time_queries(environment, folders, scratch, queries, arguments.parallelism)
 
 
 if __name__ == "__main__":
