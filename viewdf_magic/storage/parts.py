@@ -171,7 +171,7 @@ class PartStore:
         sources = sorted(scan.targets)
         contiguous = sources[-1] - sources[0] + 1 == len(sources)
         # one SQL expression each, not a Column per part: thousands of parts would be thousands of JVM calls
-        frame = frame.where(f"{PART_COLUMN} BETWEEN {sources[0]} AND {sources[-1]}" if contiguous
+        frame = frame.where(f"({PART_COLUMN} >= {sources[0]}) AND ({PART_COLUMN} <= {sources[-1]})" if contiguous
                             else f"{PART_COLUMN} IN ({', '.join(map(str, sources))})")
         if scan.restamped:
             targets = (f"CAST(map_from_arrays(array({', '.join(map(str, sources))}), array("
