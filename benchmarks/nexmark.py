@@ -63,7 +63,7 @@ def _rows(spark: SparkSession, run: Run, batch: DataFrame, windows: Windows) -> 
     return keyed(run.query, spark.read.parquet(run.rows).select(*batch.columns), windows)
 
 
-def _equal(spark: SparkSession, run: Run, files: PartFiles, windows: Windows) -> bool:
+def equals_batch_query(spark: SparkSession, run: Run, files: PartFiles, windows: Windows) -> bool:
     """Whether the run's rows are the batch query's over every event, over the windows all closed."""
     batch = spark.sql(nexmark_queries(windows.window_seconds, windows.slide_seconds)[run.query])
     last = files.subscripts[-1] * files.part_seconds
@@ -97,7 +97,7 @@ def run_benchmark(spark: SparkSession, config: NexmarkConfig, windows: Windows, 
         for run in measured:
             period = windows.view_length(run.query) // windows.part_seconds
             found = figures(run, events, files.subscripts, period, windows.closing_offset(run.query), warmup)
-            equal = _equal(spark, run, files, windows) if check and round_index == 0 else None
+            equal = equals_batch_query(spark, run, files, windows) if check and round_index == 0 else None
             per_round.setdefault((run.query, run.system), []).append(replace(found, equal=equal))
         runs += measured
     results = [combined(per_round[key]) for key in sorted(per_round, key=lambda k: (queries.index(k[0]),
@@ -130,8 +130,9 @@ def _run_round(spark: SparkSession, files: PartFiles, windows: Windows, queries:
     return runs
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_workload_arguments(parser: argparse.ArgumentParser, systems: tuple[str, ...]) -> None:
+    """The events, their parts and windows, the queries, the systems and the session and check options
+    (this module's and benchmarks/nexmark_saturation.py's command lines)."""
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--rate", type=int, default=10_000, help="events per second of event time")
     parser.add_argument("--seed", type=int, default=0)
@@ -139,21 +140,31 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=10, help="q5's, q7's and q8's window (seconds)")
     parser.add_argument("--slide", type=int, default=2, help="q5's slide (seconds)")
     parser.add_argument("--queries", nargs="+", default=list(NEXMARK_VIEWS), choices=NEXMARK_VIEWS)
-    parser.add_argument("--systems", nargs="+", default=list(SYSTEMS), choices=SYSTEMS)
+    parser.add_argument("--systems", nargs="+", default=list(systems), choices=systems)
+    parser.add_argument("--shuffle-partitions", type=int, default=2)
+    parser.add_argument("--no-check", action="store_true", help="skip the equality check")
+    parser.add_argument("--workdir", help="keep the data and results here (default: a temporary folder)")
+
+
+def runnable(systems: list[str]) -> list[str]:
+    """``systems`` less Flink when .venv-flink is missing (said on stderr)."""
+    if "flink" in systems and not flink_available():
+        _say("flink skipped: .venv-flink is missing (./run flink-env makes it)")
+        return [s for s in systems if s != "flink"]
+    return systems
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_workload_arguments(parser, SYSTEMS)
     parser.add_argument("--flink-parallelism", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2, help="view parts left out of the medians")
     parser.add_argument("--repeat", type=int, default=3,
                         help="rounds, each starting the systems' order one further on; figures are medians")
-    parser.add_argument("--shuffle-partitions", type=int, default=2)
-    parser.add_argument("--no-check", action="store_true", help="skip the equality check")
     parser.add_argument("--json", help="write the figures here")
     parser.add_argument("--plot", help="draw the figures into this PNG")
-    parser.add_argument("--workdir", help="keep the data and results here (default: a temporary folder)")
     arguments = parser.parse_args()
-    systems = arguments.systems
-    if "flink" in systems and not flink_available():
-        _say("flink skipped: .venv-flink is missing (./run flink-env makes it)")
-        systems = [s for s in systems if s != "flink"]
+    systems = runnable(arguments.systems)
     config = NexmarkConfig(events=arguments.events, rate=arguments.rate, seed=arguments.seed)
     windows = Windows(arguments.window, arguments.slide, arguments.part_seconds)
     spark = bench_session(**{"spark.sql.shuffle.partitions": str(arguments.shuffle_partitions)})

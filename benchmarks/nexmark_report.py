@@ -126,6 +126,13 @@ def _number(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def aligned(lines: list[tuple[str, ...]], left: int) -> str:
+    """Rows of cells as fixed-width text: the first ``left`` columns flush left, the rest flush right."""
+    widths = [max(len(line[k]) for line in lines) for k in range(len(lines[0]))]
+    return "\n".join("  ".join(cell.ljust(w) if k < left else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
+                     for line in lines)
+
+
 def table(rows: list[Figures]) -> str:
     """The figures as a fixed-width table (numbers always with decimals)."""
     header = ("query", "system", "cores", "events/s per core", "lowest-highest", "events per CPU-s", "one part (s)",
@@ -134,9 +141,7 @@ def table(rows: list[Figures]) -> str:
                          f"{_number(f.lowest, 1)}-{_number(f.highest, 1)}" if f.lowest is not None else "-",
                          _number(f.events_per_cpu_second, 1), _number(f.part_seconds), _number(f.ingest_seconds),
                          str(f.cycles), str(f.rounds), {True: "yes", False: "NO", None: "-"}[f.equal]) for f in rows]
-    widths = [max(len(line[k]) for line in lines) for k in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) if k < 2 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
-                     for line in lines)
+    return aligned(lines, 2)
 
 
 def input_table(rows: list[Figures]) -> str:
@@ -148,10 +153,7 @@ def input_table(rows: list[Figures]) -> str:
     lines = [header] + [(f.query, _number(f.events_per_core, 1), _number(f.events_per_core_without_input, 1),
                          _number(f.events_per_cpu_second, 1), _number(f.events_per_cpu_second_without_input, 1))
                         for f in flink]
-    widths = [max(len(line[k]) for line in lines) for k in range(len(header))]
-    return "Flink, with and without reading and parsing its CSV input:\n" + "\n".join(
-        "  ".join(cell.ljust(w) if k == 0 else cell.rjust(w) for k, (cell, w) in enumerate(zip(line, widths)))
-        for line in lines)
+    return "Flink, with and without reading and parsing its CSV input:\n" + aligned(lines, 1)
 
 
 def plot(rows: list[Figures], path: str | None = None, title: str = ""):

@@ -9,6 +9,9 @@ the equality check (benchmarks/nexmark.py runs them and reports).
   events the part's new result depends on: the part itself (q1, q2), the window it closes (q5, q7,
   q8; nothing to do at a part that closes none) or every event so far (q3, q4), its rows written out.
 * ``flink``: tools/flink_nexmark.py in .venv-flink, one job per query over all the parts.
+
+The ``*_backlog`` runners are the same systems at saturation (benchmarks/nexmark_saturation.py): every
+part is on disk when the clock starts, and each system takes the whole backlog, batching as it chooses.
 """
 
 from __future__ import annotations
@@ -81,6 +84,41 @@ def viewdf_rows(spark: SparkSession, run: Run) -> DataFrame:
     return frame
 
 
+def run_viewdf_backlog(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
+    """Ingest every part of each stream the query reads in one call, then one maintenance step computes
+    every view part (range steps where the view's translation has them)."""
+    warehouse = Warehouse(folder, spark=spark, progress=False)
+    warehouse.run(stream_statements(partition_length_seconds=files.part_seconds))
+    warehouse.run(view_statements(windows.window_seconds, windows.slide_seconds, files.part_seconds)[query])
+    warehouse.set_maintenance("manual")
+    started = time.perf_counter()
+    for stream in QUERY_STREAMS[query]:
+        warehouse.ingest(stream, spark.read.parquet(files.stream_folder(stream)))
+    ingested = time.perf_counter()
+    warehouse.step(n=None)
+    return Run("viewdf", query, _cores(spark), part_seconds=[time.perf_counter() - started],
+               ingest_seconds=[ingested - started], rows=folder)
+
+
+def run_streaming_backlog(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
+    """The availableNow trigger with no limit on files per trigger: the backlog in one micro-batch (and the
+    batch without input that closes the last windows)."""
+    streamed = run_streaming(spark, query, files, folder, windows.window_seconds, windows.slide_seconds,
+                             parts_per_batch=None)
+    return Run("streaming", query, _cores(spark), part_seconds=streamed.batch_seconds, rows=streamed.output)
+
+
+def run_naive_backlog(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
+    """The batch query once over every event, its rows written as Parquet."""
+    for stream in QUERY_STREAMS[query]:
+        spark.read.parquet(files.stream_folder(stream)).createOrReplaceTempView(stream)
+    run = Run("naive", query, _cores(spark), rows=os.path.join(folder, "rows"))
+    started = time.perf_counter()
+    spark.sql(nexmark_queries(windows.window_seconds, windows.slide_seconds)[query]).write.parquet(run.rows)
+    run.part_seconds.append(time.perf_counter() - started)
+    return run
+
+
 def run_structured_streaming(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
     """One micro-batch per part; the first len(parts) batches are the parts' (a last one may follow,
     with no input, to close windows)."""
@@ -135,9 +173,11 @@ def naive_rows(spark: SparkSession, run: Run, like: DataFrame) -> DataFrame:
     return spark.read.parquet(run.rows).select(*like.columns)
 
 
-def run_flink(files: PartFiles, queries: list[str], windows: Windows, folder: str, parallelism: int) -> list[Run]:
+def run_flink(files: PartFiles, queries: list[str], windows: Windows, folder: str, parallelism: int,
+              rows: bool = True) -> list[Run]:
     """Time each query in Flink (blackhole sink; the job over the parts and over no events, and a scan of its
-    input), in wall and CPU-seconds, then run them again writing their rows as CSV under ``folder``."""
+    input), in wall and CPU-seconds, then (with ``rows``) run them again writing their rows as CSV under
+    ``folder``."""
     common = [str(FLINK_PYTHON), str(REPO / "tools" / "flink_nexmark.py"), "--data", files.folder,
               "--window", str(windows.window_seconds), "--slide", str(windows.slide_seconds),
               "--parallelism", str(parallelism), "--queries", *queries]
@@ -149,7 +189,8 @@ def run_flink(files: PartFiles, queries: list[str], windows: Windows, folder: st
                         empty_job_seconds=measured["empty_seconds"], rows=os.path.join(folder, measured["query"]),
                         cpu_seconds=measured["cpu_seconds"], empty_cpu_seconds=measured["empty_cpu_seconds"],
                         input_seconds=measured["input_seconds"], input_cpu_seconds=measured["input_cpu_seconds"]))
-    subprocess.run([*common, "--rows", folder], check=True, capture_output=True, text=True)
+    if rows:
+        subprocess.run([*common, "--rows", folder], check=True, capture_output=True, text=True)
     return runs
 
 

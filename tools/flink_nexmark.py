@@ -184,14 +184,15 @@ def _time_queries(environment: TableEnvironment, folders: dict[bool, dict[str, s
     scans = {}
     for name, sql in queries.items():
         job = _timed(environment, folders, scratch, name, sql)
-        for stream in _read_streams(sql):
+        streams = _read_streams(sql)
+        for stream in streams:
             if stream not in scans:
                 scan = _timed(environment, folders, scratch, f"scan_{stream}", f"SELECT * FROM {stream}")
                 scans[stream] = tuple(scan[False][k] - scan[True][k] for k in (0, 1))
         print(json.dumps({"query": name, "seconds": job[False][0], "empty_seconds": job[True][0],
                           "cpu_seconds": job[False][1], "empty_cpu_seconds": job[True][1],
-                          "input_seconds": sum(scans[s][0] for s in _read_streams(sql)),
-                          "input_cpu_seconds": sum(scans[s][1] for s in _read_streams(sql)),
+                          "input_seconds": sum(scans[s][0] for s in streams),
+                          "input_cpu_seconds": sum(scans[s][1] for s in streams),
                           "parallelism": parallelism}), flush=True)
 
 

@@ -126,17 +126,19 @@ class _CategoryAverages:
 
 
 def run_streaming(spark: SparkSession, query: str, files: PartFiles, folder: str, window_seconds: int,
-                  slide_seconds: int, parts_per_batch: int = 1) -> StreamingRun:
+                  slide_seconds: int, parts_per_batch: int | None = 1) -> StreamingRun:
     """Run ``query`` over every part of ``files`` to the end (AvailableNow), ``parts_per_batch``
-    parts per micro-batch, writing its rows as Parquet under ``folder/rows``."""
+    parts per micro-batch (None: every part in one), writing its rows as Parquet under ``folder/rows``."""
     check_windows(window_seconds, slide_seconds)
     # every micro-batch's progress is kept (100 by default)
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(len(files.subscripts) + 100))
 
     def source(stream: str) -> DataFrame:
         schema = spark.read.parquet(files.path(stream, files.subscripts[0])).schema
-        frame = (spark.readStream.schema(schema).option("maxFilesPerTrigger", parts_per_batch)
-                 .parquet(files.stream_folder(stream)))
+        reader = spark.readStream.schema(schema)
+        if parts_per_batch is not None:
+            reader = reader.option("maxFilesPerTrigger", parts_per_batch)
+        frame = reader.parquet(files.stream_folder(stream))
         return frame.withWatermark("date_time", "0 seconds") if query in _WATERMARKED else frame
 
     frame = QUERIES[query](source, window_seconds, slide_seconds)
