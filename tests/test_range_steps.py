@@ -78,6 +78,16 @@ VIEWS = {
                "SELECT DISTINCT k, max(x) OVER (PARTITION BY k) AS top FROM t"),
     "Named": "SELECT n.name, s.x FROM S[j] AS s JOIN Names AS n ON s.k = n.k",
     "Counted": "SELECT count(*) AS n FROM S[j]",      # not lifted: one row even for an empty part
+    # every part so far (each row repeated for every later step of the run)
+    "Seen": "SELECT k, count(*) AS n, sum(x) AS total FROM S[.. j] GROUP BY k",
+    "Repeats": "SELECT a.k, a.x, count(*) AS before FROM S[j] AS a JOIN S[.. j-1] AS b ON a.k = b.k AND a.x = b.x "
+               "GROUP BY a.k, a.x",
+}
+# views with longer parts than S's, reading S's parts k*j+a .. k*j+b: their partition length (seconds)
+LONGER = {
+    "Threes": ("SELECT k, count(*) AS n, max(x) AS peak FROM S[3*j .. 3*j+2] GROUP BY k", 180),   # tumbling
+    "Firsts": ("SELECT k, x FROM S[3*j] WHERE x IS NOT NULL", 180),                              # a gap of two
+    "Overlaps": ("SELECT k, count(*) AS n FROM S[2*j-2 .. 2*j+1] GROUP BY k", 120),            # two steps a part
 }
 
 
@@ -86,6 +96,9 @@ def create_views(warehouse) -> None:
     for name, query in VIEWS.items():
         warehouse.run(f"CREATE VIEW {name} AS INITIALIZE {name}[j] AS {query} UPDATE {name}[j] AS {query} "
                       f"RECOMPUTE {name}[j] AS {query}")
+    for name, (query, length) in LONGER.items():
+        warehouse.run(f"CREATE VIEW {name} AS INITIALIZE {name}[j] AS {query} UPDATE {name}[j] AS {query} "
+                      f"PARTITION LENGTH {length}")
     warehouse.run("CREATE VIEW Win AS SELECT k, sum(x) AS total, avg(x) AS mean, count(*) AS n "
                   "FROM S [WINDOW 3 MINUTES] GROUP BY k")
 
@@ -98,7 +111,7 @@ def stored_parts(warehouse, name: str) -> dict[int, tuple]:
     frame = frame.astype(object).where(frame.notna(), None)
     result = {}
     for subscript, meta in state.parts.items():
-        stamp = pd.Timestamp(subscript * 60, unit="s")
+        stamp = pd.Timestamp(subscript * definition.length, unit="s")
         rows = frame[frame["PART_TIMESTAMP"] == stamp].drop(columns="PART_TIMESTAMP")
         result[subscript] = (sorted((tuple(_plain(v) for v in row) for row in rows.values.tolist()), key=repr),
                              meta.rows, meta.checksum, meta.lineage)
@@ -126,14 +139,16 @@ def test_range_steps_store_the_parts_that_per_part_steps_store(make_warehouse, s
         create_views(warehouse)
         warehouse.ingest("S", rows)
         spans = {report.view: report.span for report in warehouse.history() if report.span}
-        stores[ranged] = {name: stored_parts(warehouse, name) for name in [*VIEWS, "Win", "Win__pre"]}
+        stores[ranged] = {name: stored_parts(warehouse, name) for name in [*VIEWS, *LONGER, "Win", "Win__pre"]}
         if ranged:      # every liftable view computed its parts after the first in one range step
             first, last = rows.ts.min().value // 60_000_000_000, rows.ts.max().value // 60_000_000_000
+            longer = {name: (min(stores[False][name]) + 1, max(stores[False][name])) for name in LONGER}
+            assert all(len(stores[False][name]) >= 3 for name in LONGER)
             assert spans == {name: (first + 1, last) for name in [*VIEWS, "Win", "Win__pre", "Win__sum"]
-                             if name != "Counted"}
+                             if name != "Counted"} | longer
             verified = warehouse.run("VERIFY VIEW Win; VERIFY VIEW Recent; VERIFY VIEW Outer")
             assert all(result.table["equal"].all() for result in verified)
-    for name in [*VIEWS, "Win", "Win__pre"]:
+    for name in [*VIEWS, *LONGER, "Win", "Win__pre"]:
         assert stores[True][name] == stores[False][name], name
 
 
@@ -154,6 +169,30 @@ def test_range_steps_equal_an_independent_oracle(warehouse):
         want = sorted(((k, int(n), None if pd.isna(t) else int(t), None if pd.isna(p) else int(p))
                        for k, n, t, p in zip(mine.k, mine.n, mine.total, mine.peak)), key=repr)
         assert stored[j][0] == want, j
+
+
+def test_range_steps_over_every_part_so_far_and_longer_parts_equal_an_independent_oracle(warehouse):
+    """DuckDB computes Repeats (each row of S[j] with how often its key and value came before, S[.. j-1]) and
+    Overlaps (2-minute parts counting the 4 minutes 2*j-2 .. 2*j+1 per key) from the raw rows, which one ingest
+    brings, so both views take range steps."""
+    rows = random_rows(11)
+    create_views(warehouse)
+    warehouse.ingest("S", rows)
+    assert {r.view for r in warehouse.history() if r.span and r.span[0] < r.span[1]} >= {"Repeats", "Overlaps"}
+    minutes = "(SELECT *, epoch(ts)::BIGINT // 60 AS m FROM rows)"
+    repeats = duckdb.sql(f"""
+        SELECT a.m AS j, a.k, a.x, count(*) AS n FROM {minutes} AS a JOIN {minutes} AS b
+        ON a.k = b.k AND a.x = b.x AND b.m < a.m GROUP BY ALL""").fetchall()
+    first, last = min(stored_parts(warehouse, "Overlaps")), max(stored_parts(warehouse, "Overlaps"))
+    overlaps = duckdb.sql(f"""
+        SELECT j, k, count(*) AS n FROM range({first}, {last + 1}) AS parts(j)
+        JOIN {minutes} AS r ON r.m BETWEEN 2 * j - 2 AND 2 * j + 1 GROUP BY ALL""").fetchall()
+    for name, expected in (("Repeats", repeats), ("Overlaps", overlaps)):
+        want: dict[int, list] = {}
+        for j, *row in expected:
+            want.setdefault(j, []).append(tuple(row))
+        stored = {j: part[0] for j, part in stored_parts(warehouse, name).items() if part[0]}
+        assert stored == {j: sorted(found, key=repr) for j, found in want.items()}, name
 
 
 def test_late_rows_repair_range_parts_and_a_reopen_reads_them(make_warehouse):

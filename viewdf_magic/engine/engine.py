@@ -374,17 +374,18 @@ class Engine:
         history (a pattern's, a MATCH_RECOGNIZE's: the parts that differ are then checked again one by one
         with RECOMPUTE itself) (maintainer/verification.py); else one part at a time."""
         view = self.maintainer.compiled(definition)
-        plan = lifted_plan(view, self.catalog)
         timeline, ranges = self.maintainer.timeline, self.maintainer.ranges
         try:
-            if plan.lifted:
-                return verify_runs(self.catalog, self.store, timeline, ranges, view, plan, subscripts, tolerance)
+            # a translation's search over the history first: lifting it would repeat the history for every part
             history = recompute_runs(definition, self.catalog, self.spark) if subscripts and view.recompute else None
             if history is not None:
                 found = verify_history(self.catalog, self.store, timeline, ranges, view, history, subscripts,
                                        tolerance)
                 return {s: c if c.equal else self.verify_part(definition, s, tolerance).comparison
                         for s, c in found.items()}
+            plan = lifted_plan(view, self.catalog)
+            if plan.lifted:
+                return verify_runs(self.catalog, self.store, timeline, ranges, view, plan, subscripts, tolerance)
         except RangeFailed:    # part by part below, which positions the error in the user's text
             pass
         return {s: self.verify_part(definition, s, tolerance).comparison for s in subscripts}

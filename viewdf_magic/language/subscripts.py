@@ -55,13 +55,22 @@ class Subscript:
     def offset(self, variable: str) -> int | None:
         """c when the subscript is ``variable + c`` for every value (``j-1``, ``j``, ``2+j-3``); None for
         anything else (``j/30*60``, ``j*2``, a constant)."""
+        line = self.linear(variable)
+        return line[1] if line is not None and line[0] == 1 else None
+
+    def linear(self, variable: str) -> tuple[int, int] | None:
+        """(k, c) when the subscript is ``k * variable + c`` for every value, k >= 1 (``j-1``, ``5*j+4``);
+        None for anything else (``j/30*60``, ``-j``, a constant)."""
         if variable not in self.variables or self.period(variable) != 1:
             return None
         try:
-            shifts = {self.evaluate({variable: j}) - j for j in (-7, 0, 1, 59, 1_000_003)}
+            values = {j: self.evaluate({variable: j}) for j in (-7, 0, 1, 59, 1_000_003)}
         except ZeroDivisionError:
             return None
-        return shifts.pop() if len(shifts) == 1 else None
+        scale, constant = values[1] - values[0], values[0]
+        if scale < 1 or any(value != scale * j + constant for j, value in values.items()):
+            return None
+        return scale, constant
 
     def smallest_from(self, variable: str, start: int) -> int | None:
         """The smallest value for ``variable`` >= ``start`` (subscripts such as ``j-2*((j-59)%30)`` go

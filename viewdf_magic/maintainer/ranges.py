@@ -3,8 +3,9 @@
 Which views get them (``plan_range``):
 
 * a view whose UPDATE reads no earlier part of itself, when its query can be lifted
-  (language/lifting.py): each reference is ``X[j+c]`` or ``X[j+a .. j+b]`` of an object with the
-  view's partition length, and the query's shape keeps its meaning over many parts;
+  (language/lifting.py): each reference is ``X[k*j+a .. k*j+b]`` (``X[j+c]``, ``X[j-4 .. j]``, a
+  window of a view with longer parts ``X[5*j .. 5*j+4]``) or ``X[.. k*j+b]`` (every part so far), and
+  the query's shape keeps its meaning over many parts;
 * a translated helper whose UPDATE reads its own previous part but whose RECOMPUTE computes the
   same part from other views' parts alone (a window's running sum): the run is computed with the
   lifted RECOMPUTE, and its parts are recorded as RECOMPUTE parts, as REFRESH EVERY records them;
@@ -27,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator, Mapping, Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from ..catalog.catalog import Catalog
@@ -62,6 +63,45 @@ MAX_OFFSET = 2 ** 53        # |c| of X[j+c] a range step handles (part numbers s
 
 
 @dataclass(frozen=True)
+class Reach:
+    """The parts a reference reads for part j: ``X[scale*j + low .. scale*j + high]``; ``low`` None: from
+    X's first part."""
+
+    scale: int
+    low: int | None
+    high: int
+
+    def parts(self, first: int, last: int, held: Mapping[int, object]) -> list[int]:
+        """The parts of ``held`` that the steps ``first .. last`` read, in order."""
+        top = self.scale * last + self.high
+        if self.low is None:
+            return sorted(s for s in held if s <= top)
+        if self.high - self.low + 1 >= self.scale:        # the steps' reaches touch or overlap
+            return existing(range(self.scale * first + self.low, top + 1), held)
+        return sorted({s for j in range(first, last + 1) for s in range(self.scale * j + self.low,
+                                                                         self.scale * j + self.high + 1)} & set(held))
+
+    @property
+    def single(self) -> bool:
+        """Whether a part counts for one step at most (the steps' reaches do not overlap)."""
+        return self.low is not None and self.high - self.low < self.scale
+
+    def steps(self, part: Column, first: int, last: int) -> Column:
+        """The step (``__vdf_j``) a row of ``part`` counts for, or an array of the steps when it can count for
+        several (the caller explodes it)."""
+        if self.single:
+            return _floor_div(part - F.lit(self.low), self.scale)
+        earliest = F.greatest(-_floor_div(F.lit(self.high) - part, self.scale), F.lit(first))
+        latest = F.lit(last) if self.low is None else F.least(_floor_div(part - F.lit(self.low), self.scale),
+                                                               F.lit(last))
+        return F.sequence(earliest, latest)
+
+
+def _floor_div(value: Column, divisor: int) -> Column:
+    return value if divisor == 1 else F.floor(value / F.lit(divisor)).cast("long")
+
+
+@dataclass(frozen=True)
 class RangePlan:
     """How a view's runs of parts are computed: ``query`` lifted to ``sql``, each part recorded as
     computed by clause ``how``; or, when ``sql`` is None, ``reason`` says why it steps part by part."""
@@ -70,7 +110,7 @@ class RangePlan:
     clause: ClauseKind = ClauseKind.UPDATE   # the clause run: UPDATE or RECOMPUTE (lifted), or RANGE (as written)
     query: CompiledQuery | None = None
     sql: str | None = None
-    offsets: dict[str, tuple[int, int]] = field(default_factory=dict)    # placeholder -> (a, b) of X[j+a .. j+b]
+    reaches: dict[str, Reach] = field(default_factory=dict)    # placeholder -> the parts it reads for part j
     reason: str = ""
 
     @property
@@ -116,37 +156,38 @@ def plan_query(view: CompiledView, query: CompiledQuery, how: ClauseKind, catalo
     """The range plan that computes runs of ``view``'s parts with ``query`` (its clause ``how``; a RANGE
     clause as written, any other lifted), or why it cannot."""
     definition = view.definition
-    offsets: dict[str, tuple[int, int]] = {}
+    reaches: dict[str, Reach] = {}
+    variable = query.variable or ""
     for binding in query.bindings:
         if binding.kind is RefKind.TABLE:
             continue
         if binding.name.lower() == definition.key:
             assert binding.upper is not None      # a view reads itself only by part (a bare name is refused)
-            if binding.lower is not binding.upper or binding.upper.offset(query.variable or "") != -1:
+            if binding.lower is not binding.upper or binding.upper.offset(variable) != -1:
                 return RangePlan(reason=f"its RANGE clause reads {binding.text}; it may read only "
                                         f"{definition.name}[{query.variable}-1], the part before the run")
             continue
         if binding.kind is RefKind.CATALOG:
             return RangePlan(reason="it reads the part catalog, which changes from step to step")
-        if binding.kind is not RefKind.PARTS or binding.lower is None or binding.upper is None:
+        if binding.kind is not RefKind.PARTS or binding.upper is None:
             return RangePlan(reason=f"{binding.text} reads every part up to the computed one")
-        source = catalog.get(binding.name)
-        if source is None or source.partition_length != definition.partition_length:
-            return RangePlan(reason=f"{binding.text} has another partition length")
-        low, high = binding.lower.offset(query.variable or ""), binding.upper.offset(query.variable or "")
-        if low is None or high is None or low > high:
-            return RangePlan(reason=f"{binding.text} is not a fixed offset from {query.variable}")
-        if max(abs(low), abs(high)) > MAX_OFFSET:
-            return RangePlan(reason=f"{binding.text} reads parts too far from {query.variable} to number them "
+        upper = binding.upper.linear(variable)
+        lower = None if binding.lower is None else binding.lower.linear(variable)
+        if upper is None or (binding.lower is not None and (lower is None or lower[0] != upper[0]
+                                                             or lower[1] > upper[1])):
+            return RangePlan(reason=f"{binding.text} does not move with {variable} by a fixed step (as "
+                                    f"X[{variable}-1] or X[5*{variable} .. 5*{variable}+4] do)")
+        if max(abs(lower[1] if lower else 0), abs(upper[1]), upper[0]) > MAX_OFFSET:
+            return RangePlan(reason=f"{binding.text} reads parts too far from {variable} to number them "
                                     f"in a 64-bit column")
-        offsets[binding.placeholder] = (low, high)
+        reaches[binding.placeholder] = Reach(upper[0], lower[1] if lower else None, upper[1])
     if query is view.range:
-        return RangePlan(how, ClauseKind.RANGE, query, query.sql, offsets)
-    inputs = frozenset(offsets)
+        return RangePlan(how, ClauseKind.RANGE, query, query.sql, reaches)
+    inputs = frozenset(reaches)
     lifted = query.analysed(("lift", inputs), lambda tree: lift(tree, inputs))
     if lifted.sql is None:
         return RangePlan(reason=f"its {how.label} query cannot be lifted to many parts: {lifted.reason}")
-    return RangePlan(how, how, query, lifted.sql, offsets)
+    return RangePlan(how, how, query, lifted.sql, reaches)
 
 
 def paced_parts(seconds_per_part: float | None) -> int:
@@ -201,11 +242,10 @@ class RangeRunner:
                 frames[binding.placeholder] = self.store.read_parts(source, self.catalog.state(source.name),
                                                                     [first - 1])
                 continue
-            if binding.placeholder not in plan.offsets:
+            if binding.placeholder not in plan.reaches:
                 frames[binding.placeholder] = self.runner.frame(ResolvedRef(binding, source))
                 continue
-            low, high = plan.offsets[binding.placeholder]
-            frames[binding.placeholder] = self._input(source, first, last, low, high)
+            frames[binding.placeholder] = self._input(source, first, last, plan.reaches[binding.placeholder])
         text = re.sub(r"\b__vdf_first\b", str(first), re.sub(r"\b__vdf_last\b", str(last), plan.sql))
         try:
             with self.runner.named(frames) as sql:
@@ -218,16 +258,13 @@ class RangeRunner:
         except SPARK_ERRORS as exc:
             raise RangeFailed(str(exc)) from None
 
-    def _input(self, source: ObjectDef, first: int, last: int, low: int, high: int) -> DataFrame:
-        """``source``'s parts that steps ``first .. last`` read through ``X[j+low .. j+high]``, each row
-        with the part(s) it counts for."""
+    def _input(self, source: ObjectDef, first: int, last: int, reach: Reach) -> DataFrame:
+        """``source``'s parts that steps ``first .. last`` read through ``reach``, each row with the step(s)
+        it counts for."""
         state = self.catalog.state(source.name) if source.key in self.catalog.states else None
         if state is None:
             frame = self.store.empty(source)
         else:
-            frame = self.store.read_parts(source, state, existing(range(first + low, last + high + 1), state.parts))
-        part = F.expr(subscript_sql(PART_TIMESTAMP, source.length))
-        if low == high:
-            return frame.withColumn(INPUT_PART, part - F.lit(high))
-        counts_for = F.sequence(F.greatest(part - F.lit(high), F.lit(first)), F.least(part - F.lit(low), F.lit(last)))
-        return frame.withColumn(INPUT_PART, F.explode(counts_for))
+            frame = self.store.read_parts(source, state, reach.parts(first, last, state.parts))
+        steps = reach.steps(F.expr(subscript_sql(PART_TIMESTAMP, source.length)), first, last)
+        return frame.withColumn(INPUT_PART, steps if reach.single else F.explode(steps))
