@@ -1,7 +1,8 @@
 """MATCH_RECOGNIZE views (#20) against the oracle of the standard (tests/match_recognize/oracle.py): the corpus
 queries Flink lacks (ALL ROWS PER MATCH, alternation, groups, PREV, greedy last variables, ...) over random
 streams and real data, and views over random streams split into random parts, part by part, with the same
-MATCH_NUMBER per partition."""
+MATCH_NUMBER per partition. The random-parts test draws 2 streams a shape in ``./run test`` (each run draws
+new ones) and 20 in ``./run stress``."""
 
 from __future__ import annotations
 
@@ -17,6 +18,9 @@ from match_recognize.views import (SCHEMA, corpus_warehouse, expected_by_part, o
                                    results_by_dataset)
 
 from viewdf_magic.translation.match_view import PLAN_SETTING
+
+EXAMPLES = 2
+STRESS_EXAMPLES = 20
 
 
 @pytest.fixture(scope="module")
@@ -112,12 +116,25 @@ def streams(draw) -> tuple[list[dict[str, object]], int, list[int]]:
 
 
 @pytest.mark.parametrize("shape", list(PART_SHAPES))
-@settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(stream=streams())
 def test_parts_equal_the_oracle(shape: str, stream, make_warehouse) -> None:
     """Each part holds exactly the matches that became final in it: the oracle's closed matches over the rows up
     to the part's end, minus those up to the previous part's end, with the same MATCH_NUMBER per partition.
     Rows arrive in batches ending after random parts (range steps and single steps)."""
+    check_parts(shape, stream, make_warehouse)
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("shape", list(PART_SHAPES))
+@settings(max_examples=STRESS_EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(stream=streams())
+def test_parts_equal_the_oracle_at_length(shape: str, stream, make_warehouse) -> None:
+    check_parts(shape, stream, make_warehouse)
+
+
+def check_parts(shape: str, stream, make_warehouse) -> None:
+    """The view's parts (and, on the automaton plan, the general plan's over the same parts) against the oracle."""
     rows, length, cuts = stream
     compact = PLANS[shape] == "automaton plan"
     warehouse = make_warehouse(f"wh{next(_warehouses)}")
