@@ -6,7 +6,9 @@ import os
 import statistics
 import sys
 import time
-from typing import Callable
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Callable, Iterator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -48,6 +50,23 @@ def session_cpu_seconds(spark: SparkSession) -> float:
     jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()    # type: ignore[union-attr]
     own = os.times()
     return tree_cpu_seconds(jvm) + own.user + own.system
+
+
+@dataclass
+class Took:
+    """The wall and CPU-seconds (``session_cpu_seconds``) of a ``measuring`` block, set when it ends."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+
+
+@contextmanager
+def measuring(spark: SparkSession) -> Iterator[Took]:
+    """Time the block in wall and CPU-seconds: ``with measuring(spark) as took: ...``, then ``took.wall``."""
+    took = Took()
+    cpu, started = session_cpu_seconds(spark), time.perf_counter()
+    yield took
+    took.wall, took.cpu = time.perf_counter() - started, session_cpu_seconds(spark) - cpu
 
 
 def timed(action: Callable[[], object]) -> float:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Callable
 
@@ -31,7 +30,7 @@ from pyspark.sql import functions as F
 
 from viewdf_magic import Warehouse
 
-from .common import bench_session, session_cpu_seconds
+from .common import bench_session, measuring
 from .parts_overhead import flight_rows
 
 BASE = pd.Timestamp("2015-01-01 00:00")
@@ -78,12 +77,6 @@ class PlainSpark:
         self.recompute()
 
 
-def measure(spark: SparkSession, action: Callable[[], object]) -> tuple[float, float]:
-    cpu, started = session_cpu_seconds(spark), time.perf_counter()
-    action()
-    return time.perf_counter() - started, session_cpu_seconds(spark) - cpu
-
-
 def run_shape(spark: SparkSession, shape: str, rounds: int) -> list[dict]:
     rows, length = shape_rows(spark, shape)
     rows = rows.localCheckpoint()
@@ -115,9 +108,10 @@ def run_shape(spark: SparkSession, shape: str, rounds: int) -> list[dict]:
             if k % 2:
                 systems.reverse()
             for system, action in systems:
-                seconds, cpu = measure(spark, action)
+                with measuring(spark) as took:
+                    action()
                 results.append({"shape": shape, "change": change, "system": system, "round": k,
-                                "seconds": seconds, "cpu_seconds": cpu})
+                                "seconds": took.wall, "cpu_seconds": took.cpu})
     check = view_of(spark.read.parquet(plain.table), length).select("g", "n", "total")
     stored = warehouse.execute("SELECT g, n, total FROM Totals")
     assert sorted(map(tuple, check.toPandas().astype({"n": "int64", "total": "int64"}).values.tolist())) == \

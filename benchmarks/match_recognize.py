@@ -33,7 +33,6 @@ import os
 import pathlib
 import subprocess
 import tempfile
-import time
 from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
@@ -42,7 +41,7 @@ from pyspark.sql import functions as F
 from viewdf_magic import Warehouse
 from viewdf_magic.translation.match_view import PLAN_SETTING
 
-from .common import FIRST_PART, bench_session, median, session_cpu_seconds
+from .common import FIRST_PART, bench_session, measuring, median
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
 FLINK_PYTHON = REPO / ".venv-flink" / "bin" / "python"
@@ -110,11 +109,11 @@ def run_view(spark: SparkSession, folder: str, query: str, parts: list[DataFrame
     figures.plan = created.message
     for number, frame in enumerate(parts):
         warehouse.ingest("T", frame)
-        cpu, started = session_cpu_seconds(spark), time.perf_counter()
-        warehouse.execute("STEP ALL")
+        with measuring(spark) as took:
+            warehouse.execute("STEP ALL")
         if number:
-            figures.seconds.append(time.perf_counter() - started)
-            figures.cpu.append(session_cpu_seconds(spark) - cpu)
+            figures.seconds.append(took.wall)
+            figures.cpu.append(took.cpu)
     frame = warehouse.execute("SELECT * FROM V").drop(columns=["PART_TIMESTAMP"])
     found = [tuple(values) for values in frame.itertuples(index=False)]
     figures.rows = len(found)

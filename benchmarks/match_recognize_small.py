@@ -14,25 +14,26 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import time
+from typing import Callable
 
 import pandas as pd
+from pyspark.sql import SparkSession
 from vega_datasets import data
 
 from viewdf_magic import Warehouse
 from viewdf_magic.translation.match_view import PLAN_SETTING
 
-from .common import bench_session, median, session_cpu_seconds
+from .common import bench_session, measuring, median
 
 RUNS = """CREATE VIEW Runs AS SELECT * FROM Stocks MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY date
   MEASURES FIRST(A.date) AS since, COUNT(*) AS months, A.price AS low, LAST(B.price) AS high, MATCH_NUMBER() AS run
   ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+) DEFINE B AS B.price > PREV(B.price))"""
 
 
-def measured(spark, action) -> tuple[float, float]:
-    cpu, started = session_cpu_seconds(spark), time.perf_counter()
-    action()
-    return time.perf_counter() - started, session_cpu_seconds(spark) - cpu
+def measured(spark: SparkSession, action: Callable[[], object]) -> tuple[float, float]:
+    with measuring(spark) as took:
+        action()
+    return took.wall, took.cpu
 
 
 def main() -> None:

@@ -33,7 +33,7 @@ from viewdf_magic.nexmark.parts import STREAMS, PartFiles, write_parts
 from viewdf_magic.nexmark.queries import nexmark_queries
 from viewdf_magic.nexmark.views import NEXMARK_VIEWS
 
-from .common import bench_session, session_cpu_seconds
+from .common import bench_session, measuring
 from .nexmark_report import Figures, combined, figures, input_table, plot, table
 from .nexmark_runs import (Run, flink_available, flink_rows, naive_rows, run_flink, run_naive,
                            run_structured_streaming, run_viewdf, viewdf_rows)
@@ -114,9 +114,9 @@ def _run_round(spark: SparkSession, files: PartFiles, windows: Windows, queries:
         for system in systems:
             if system not in SPARK_RUNNERS:
                 continue
-            started, cpu = time.perf_counter(), session_cpu_seconds(spark)
-            run = SPARK_RUNNERS[system](spark, files, query, windows, os.path.join(folder, system, query))
-            run.wall_seconds, run.cpu_seconds = time.perf_counter() - started, session_cpu_seconds(spark) - cpu
+            with measuring(spark) as took:
+                run = SPARK_RUNNERS[system](spark, files, query, windows, os.path.join(folder, system, query))
+            run.wall_seconds, run.cpu_seconds = took.wall, took.cpu
             runs.append(run)
             _say(f"{query} {system}: {run.wall_seconds:.1f} s, {run.cpu_seconds:.1f} CPU-s")
     if "flink" in systems:

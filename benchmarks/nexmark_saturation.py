@@ -37,7 +37,7 @@ from viewdf_magic.nexmark.compare import Windows
 from viewdf_magic.nexmark.parts import PartFiles, write_parts
 from viewdf_magic.nexmark.queries import QUERY_STREAMS
 
-from .common import bench_session, session_cpu_seconds
+from .common import bench_session, measuring
 from .nexmark import add_workload_arguments, equals_batch_query, runnable
 from .nexmark_report import aligned
 from .nexmark_runs import (Run, run_flink, run_naive_backlog, run_streaming_backlog,
@@ -80,9 +80,9 @@ def _spark_round(spark: SparkSession, system: str, files: PartFiles, queries: li
     """Each query's wall and CPU-seconds in ``system``, with its run."""
     measured = {}
     for query in queries:
-        started, cpu = time.perf_counter(), session_cpu_seconds(spark)
-        run = SPARK_RUNNERS[system](spark, files, query, windows, os.path.join(folder, system, query))
-        measured[query] = (time.perf_counter() - started, session_cpu_seconds(spark) - cpu, run)
+        with measuring(spark) as took:
+            run = SPARK_RUNNERS[system](spark, files, query, windows, os.path.join(folder, system, query))
+        measured[query] = (took.wall, took.cpu, run)
         _say(f"  {query} {system}: {measured[query][0]:.1f} s, {measured[query][1]:.1f} CPU-s")
     return measured
 
