@@ -10,10 +10,11 @@ clock starts, and each system processes the backlog as fast as it can, batching 
 * ``flink``: tools/flink_nexmark.py, a bounded source in streaming mode, at parallelism 1 and at 2; its
   seconds and CPU-seconds are the job's less those of the same job over no events (start-up and planning).
 
-The Spark systems' seconds run from the run's start (warehouse or query set-up included) to its last row
-written; their CPU-seconds are the driver process's and its JVM's meanwhile. Each round runs every system
-over every query, a system's queries together, the systems' order rotated by one place a round; the
-figures are medians over the rounds, with the lowest and highest round. The first round's rows are checked
+The Spark systems' seconds run from the run's start (warehouse or query set-up included; ViewDF's set-up,
+creating the warehouse with its streams and views, is also given apart) to its last row written; their
+CPU-seconds are the driver process's and its JVM's meanwhile. Each round runs every system over every query,
+a system's queries together, the systems' order rotated by one place a round; the figures are medians over
+the rounds, with the lowest and highest round. The first round's rows are checked
 against the batch query's (benchmarks/nexmark.py).
 """
 
@@ -62,6 +63,7 @@ class Throughput:
     highest: float
     rounds: int
     equal: bool | None
+    setup_seconds: float | None = None     # ViewDF: creating the warehouse, its streams and views
 
 
 def _say(message: str) -> None:
@@ -111,7 +113,7 @@ def run_saturation(spark: SparkSession, config: NexmarkConfig, windows: Windows,
         for stream in {s for q in queries for s in QUERY_STREAMS[q]}:
             spark.read.parquet(files.stream_folder(stream)).createOrReplaceTempView(stream)
     labels = [s for s in systems if s != "flink"] + (["flink p1", "flink p2"] if "flink" in systems else [])
-    timings: dict[tuple[str, str], list[tuple[float, float | None]]] = {}
+    timings: dict[tuple[str, str], list[tuple[float, float | None, float | None]]] = {}
     equal: dict[tuple[str, str], bool | None] = {}
     cores: dict[str, int] = {}
     for round_index in range(repeat):
@@ -129,7 +131,8 @@ def run_saturation(spark: SparkSession, config: NexmarkConfig, windows: Windows,
             else:
                 measured = _spark_round(spark, label, files, queries, windows, here)
             for query, (seconds, cpu, run) in measured.items():
-                timings.setdefault((query, label), []).append((seconds, cpu))
+                setup = seconds - run.part_seconds[0] if label == "viewdf" else None
+                timings.setdefault((query, label), []).append((seconds, cpu, setup))
                 cores[label] = run.cores
                 if check and round_index == 0:
                     equal[(query, label)] = equals_batch_query(spark, run, files, windows)
@@ -137,20 +140,23 @@ def run_saturation(spark: SparkSession, config: NexmarkConfig, windows: Windows,
             for query in queries for label in labels if (query, label) in timings]
 
 
-def _throughput(query: str, label: str, cores: int, events: int, rounds: list[tuple[float, float | None]],
-                equal: bool | None) -> Throughput:
-    rates = [events / seconds for seconds, _ in rounds]
-    cpus = [cpu for _, cpu in rounds if cpu]
-    seconds = statistics.median(s for s, _ in rounds)
+def _throughput(query: str, label: str, cores: int, events: int,
+                rounds: list[tuple[float, float | None, float | None]], equal: bool | None) -> Throughput:
+    rates = [events / seconds for seconds, _, _ in rounds]
+    cpus = [cpu for _, cpu, _ in rounds if cpu]
+    setups = [setup for _, _, setup in rounds if setup is not None]
+    seconds = statistics.median(s for s, _, _ in rounds)
     return Throughput(query, label, cores, seconds, statistics.median(rates), statistics.median(rates) / cores,
-                      events / statistics.median(cpus) if cpus else None, min(rates), max(rates), len(rounds), equal)
+                      events / statistics.median(cpus) if cpus else None, min(rates), max(rates), len(rounds), equal,
+                      statistics.median(setups) if setups else None)
 
 
 def table(rows: list[Throughput]) -> str:
     """The figures as a fixed-width table."""
-    header = ("query", "system", "cores", "seconds", "events/s", "lowest-highest", "events/s per core",
-              "events per CPU-s", "rounds", "equal")
-    lines = [header] + [(r.query, r.system, str(r.cores), f"{r.seconds:.2f}", f"{r.events_per_second:.0f}",
+    header = ("query", "system", "cores", "seconds", "of which set-up", "events/s", "lowest-highest",
+              "events/s per core", "events per CPU-s", "rounds", "equal")
+    lines = [header] + [(r.query, r.system, str(r.cores), f"{r.seconds:.2f}",
+                         "-" if r.setup_seconds is None else f"{r.setup_seconds:.2f}", f"{r.events_per_second:.0f}",
                          f"{r.lowest:.0f}-{r.highest:.0f}", f"{r.events_per_core_second:.0f}",
                          "-" if r.events_per_cpu_second is None else f"{r.events_per_cpu_second:.0f}",
                          str(r.rounds), {True: "yes", False: "NO", None: "-"}[r.equal]) for r in rows]
