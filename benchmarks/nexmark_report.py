@@ -5,7 +5,8 @@ A view part of q5 spans slide / part stream parts, of q7 and q8 window / part; a
 stream parts, ending with the one whose arrival makes the view part (the last of its span; for q7 the
 first, the part after the window it holds), and its seconds are theirs added up. Per cycle,
 throughput is its events over its seconds, divided by the cores the system used (2 for local[2],
-Flink's parallelism); the latency of one part is the seconds of the cycle's last part: the ingest
+Flink's parallelism); the latency of one part (the median, and the 99th percentile) is the seconds of the
+cycle's last part: the ingest
 of that part and the maintenance that makes the view part (ViewDF), the micro-batch (Structured
 Streaming), the recomputation (naive). The first ``warmup`` cycles are left out. Flink runs one job
 over all parts: its throughput is the events over the job's seconds less those of the same job over
@@ -50,6 +51,7 @@ class Figures:
     # Flink: the same two figures with its CSV input's reading and parsing left out (the Spark systems read Parquet)
     events_per_core_without_input: float | None = None
     events_per_cpu_second_without_input: float | None = None
+    part_seconds_p99: float | None = None  # latency of one part, 99th percentile over cycles (Spark systems)
 
 
 def _cycles(values: list[float], subscripts: tuple[int, ...], period: int, offset: int,
@@ -77,7 +79,12 @@ def figures(run: Run, events: list[int], subscripts: tuple[int, ...], period: in
                    statistics.median(s[-1] for s in ingest) if ingest else None, len(seconds),
                    events_per_wall_second=sum(events) / run.wall_seconds if run.wall_seconds else None,
                    events_per_cpu_second=sum(events) / run.cpu_seconds if run.cpu_seconds else None,
-                   lowest=per_core, highest=per_core)
+                   lowest=per_core, highest=per_core, part_seconds_p99=percentile([s[-1] for s in seconds], 99))
+
+
+def percentile(values: list[float], rank: int) -> float:
+    """The ``rank``-th percentile of ``values``, interpolated between the nearest two (numpy's default)."""
+    return statistics.quantiles(values, n=100, method="inclusive")[rank - 1] if len(values) > 1 else values[0]
 
 
 def combined(rounds: list[Figures]) -> Figures:
@@ -94,7 +101,8 @@ def combined(rounds: list[Figures]) -> Figures:
     return Figures(first.system, first.query, first.cores, median("events_per_core"), median("part_seconds"),
                    median("ingest_seconds"), first.cycles, equal, median("events_per_wall_second"),
                    median("events_per_cpu_second"), min(per_core, default=None), max(per_core, default=None),
-                   len(rounds), median("events_per_core_without_input"), median("events_per_cpu_second_without_input"))
+                   len(rounds), median("events_per_core_without_input"), median("events_per_cpu_second_without_input"),
+                   median("part_seconds_p99"))
 
 
 def _flink_figures(run: Run, events: list[int]) -> Figures:
@@ -136,10 +144,11 @@ def aligned(lines: list[tuple[str, ...]], left: int) -> str:
 def table(rows: list[Figures]) -> str:
     """The figures as a fixed-width table (numbers always with decimals)."""
     header = ("query", "system", "cores", "events/s per core", "lowest-highest", "events per CPU-s", "one part (s)",
-              "of which ingest (s)", "cycles", "rounds", "equal")
+              "p99 (s)", "of which ingest (s)", "cycles", "rounds", "equal")
     lines = [header] + [(f.query, f.system, str(f.cores), _number(f.events_per_core, 1),
                          f"{_number(f.lowest, 1)}-{_number(f.highest, 1)}" if f.lowest is not None else "-",
-                         _number(f.events_per_cpu_second, 1), _number(f.part_seconds), _number(f.ingest_seconds),
+                         _number(f.events_per_cpu_second, 1), _number(f.part_seconds), _number(f.part_seconds_p99),
+                         _number(f.ingest_seconds),
                          str(f.cycles), str(f.rounds), {True: "yes", False: "NO", None: "-"}[f.equal]) for f in rows]
     return aligned(lines, 2)
 
