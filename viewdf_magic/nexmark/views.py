@@ -93,15 +93,42 @@ WHERE O.expires >= O.part_end OR best.price > coalesce(O.final, 0)"""
 FROM (SELECT A.id, A.category, max(B.price) AS final FROM auction AS A JOIN bid AS B
       ON A.id = B.auction AND B.date_time BETWEEN A.date_time AND A.expires GROUP BY A.id, A.category)
 GROUP BY category"""
+    # a run of parts __vdf_first .. __vdf_last in one query: each auction open from the part it arrives in (or,
+    # kept open, from the run's first part) to the part holding its expiry, its highest bid so far a running
+    # maximum over those parts; the same rows UPDATE gives part after part
+    auctions_run = f"""WITH open AS (
+  SELECT id, category, date_time, expires, CAST(NULL AS BIGINT) AS before, __vdf_j AS born FROM auction[j]
+  UNION ALL SELECT id, category, date_time, expires, final, __vdf_first FROM q4_auctions[j-1] WHERE still_open),
+alive AS (SELECT O.*, explode(sequence(born, least(__vdf_last, greatest(born, unix_seconds(expires) DIV {part_seconds}))))
+  AS part FROM open AS O),
+best AS (SELECT O.id, B.__vdf_j AS part, max(B.price) AS price FROM open AS O JOIN bid[j] AS B
+  ON B.auction = O.id AND B.date_time BETWEEN O.date_time AND O.expires GROUP BY O.id, B.__vdf_j),
+running AS (SELECT A.id, A.category, A.date_time, A.expires, A.part, X.price AS best,
+  greatest(A.before, max(X.price) OVER (PARTITION BY A.id ORDER BY A.part)) AS final,
+  greatest(A.before, max(X.price) OVER (PARTITION BY A.id ORDER BY A.part ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING))
+    AS previous
+  FROM alive AS A LEFT JOIN best AS X ON X.id = A.id AND X.part = A.part)
+SELECT id, category, date_time, expires, final, previous,
+       expires >= timestamp_seconds((part + 1) * {part_seconds}) AS still_open, part
+FROM running WHERE expires >= timestamp_seconds((part + 1) * {part_seconds}) OR best > coalesce(previous, 0)"""
+    # every category's running sums: each change counts for its part and the run's later parts
+    categories_run = """SELECT category, sum(total), sum(auctions), run.part FROM (
+  SELECT category, total, auctions, __vdf_first - 1 AS since FROM q4_categories[j-1]
+  UNION ALL SELECT category, final - coalesce(previous, 0), CASE WHEN previous IS NULL THEN 1 ELSE 0 END, __vdf_j
+  FROM q4_auctions[j] WHERE NOT final <=> previous) AS changes
+JOIN (SELECT explode(sequence(__vdf_first, __vdf_last)) AS part) AS run ON changes.since <= run.part
+GROUP BY category, run.part"""
     return [
         f"CREATE VIEW q4_auctions AS\nINITIALIZE q4_auctions[i] AS {step.format(open=new.format(j='i'), j='i')}\n"
-        f"UPDATE q4_auctions[j] AS {step.format(open=new.format(j='j') + ' UNION ALL ' + kept, j='j')};",
+        f"UPDATE q4_auctions[j] AS {step.format(open=new.format(j='j') + ' UNION ALL ' + kept, j='j')}\n"
+        f"RANGE q4_auctions[j] AS {auctions_run};",
         f"CREATE VIEW q4_categories AS\n"
         f"INITIALIZE q4_categories[i] AS SELECT category, sum(total) AS total, sum(auctions) AS auctions "
         f"FROM ({changed.format(j='i')}) GROUP BY category\n"
         f"UPDATE q4_categories[j] AS SELECT category, sum(total), sum(auctions) FROM ("
         f"SELECT category, total, auctions FROM q4_categories[j-1] UNION ALL {changed.format(j='j')}) "
-        f"GROUP BY category;",
+        f"GROUP BY category\n"
+        f"RANGE q4_categories[j] AS {categories_run};",
         _viewdf("q4", "SELECT category, total DIV auctions AS average_final FROM q4_categories[{j}]",
                 recompute=batch),
     ]
