@@ -180,20 +180,24 @@ class Corrector:
 
     def change(self, plan: ChangePlan, change: st.Delete | st.Update) -> ChangeReport:
         """Rewrite the parts holding rows the change applies to and publish them in one catalog entry, with
-        a late-data repair request for the views that read them (the caller maintains after it)."""
+        a late-data repair request for the views that read them (the caller maintains after it).
+
+        A DELETE whose condition leaves one stored part to read is not counted first (one Spark job instead
+        of two): the part is rewritten, the rows it lost are the rows deleted, and when it lost none nothing
+        is published."""
         definition = plan.definition
         report = ChangeReport(plan, "deleted" if isinstance(change, st.Delete) else "updated")
-        if isinstance(change, st.Delete) and definition.kind != "table" and len(plan.read) == 1:
-            return self._delete_in_one_part(plan, change, report)
-        counts = self.count(plan, change)
-        if not counts:
+        uncounted = isinstance(change, st.Delete) and definition.kind != "table" and len(plan.read) == 1
+        counts = None if uncounted else self.count(plan, change)
+        touched = list(plan.read) if counts is None else sorted(counts)
+        if not touched:
             return report
-        touched = sorted(counts)
-        report.rows = sum(counts.values())
         if definition.kind == "table":
+            report.rows = sum((counts or {}).values())
             self._rewrite_table(plan, change)
             return report
-        self._check_changeable(definition, touched, change)
+        if counts is not None:
+            self._check_changeable(definition, touched, change)
         started = time.perf_counter()
         rows = self._new_rows(plan, change, touched)
         folder = self.store.new_folder(definition)
@@ -202,8 +206,17 @@ class Corrector:
             try:
                 batch = self.store.write_batch(definition, rows, folder)
             except SPARK_ERRORS as exc:
+                if counts is None:        # the write evaluates the user's condition first
+                    raise spark_error(exc, _statement_sql(definition, change),
+                                      context=f"cannot {_verb(change)} rows of {definition.name}") from None
                 raise error(f"cannot store the changed parts of {definition.name}: {summary(exc)}; nothing was "
                             f"changed") from None
+            if counts is None:
+                (part,) = touched
+                lost = self.catalog.state(definition.name).parts[part].rows - batch.rows
+                counts = {part: lost} if lost else {}
+                if lost:
+                    self._check_changeable(definition, touched, change)
             if batch.nulls:
                 raise error(f"{plural(batch.nulls, 'row')} would have a NULL timestamp in column "
                             f"{definition.timestamp_column}; nothing was changed")
@@ -212,7 +225,7 @@ class Corrector:
                 written = {batch.first: batch.rows}
             elif batch.rows:
                 written = self.store.part_counts(folder)
-            arriving = {s: n for s, n in written.items() if s not in counts}
+            arriving = {s: n for s, n in written.items() if s not in touched}
             if arriving:
                 self.ingester.validate(definition, arriving, error)
             slices = {s: Slice(folder, s, batch.first or 0, batch.last or 0) for s in written}
@@ -221,40 +234,14 @@ class Corrector:
         except BaseException:
             self.store.discard(folder)
             raise
-        if not written:
+        if not written or not counts:
             self.store.discard(folder)
+        if not counts:          # the one part read lost no row
+            return report
         self._publish(definition, touched, written, slices, facts, time.perf_counter() - started)
+        report.rows = sum(counts.values())
         report.touched = touched
         report.moved_into = sorted(arriving)
-        return report
-
-    def _delete_in_one_part(self, plan: ChangePlan, change: st.Delete, report: ChangeReport) -> ChangeReport:
-        """A DELETE whose condition leaves one stored part to read: the part is rewritten without counting
-        first (one Spark job instead of two), and the rows it lost are the rows deleted; when it lost none,
-        nothing is published."""
-        definition, (part,) = plan.definition, plan.read
-        held = self.catalog.state(definition.name).parts[part].rows
-        started = time.perf_counter()
-        folder = self.store.new_folder(definition)
-        try:
-            try:
-                batch = self.store.write_batch(definition, self._new_rows(plan, change, [part]), folder)
-            except SPARK_ERRORS as exc:
-                raise spark_error(exc, _statement_sql(definition, change),
-                                  context=f"cannot {_verb(change)} rows of {definition.name}") from None
-            if batch.rows < held:
-                self._check_changeable(definition, [part], change)
-        except BaseException:
-            self.store.discard(folder)
-            raise
-        if batch.rows == held or not batch.rows:
-            self.store.discard(folder)
-        if batch.rows == held:
-            return report
-        written = {part: batch.rows} if batch.rows else {}
-        slices = {part: Slice(folder, part, batch.first or 0, batch.last or 0)} if batch.rows else {}
-        self._publish(definition, [part], written, slices, {}, time.perf_counter() - started)
-        report.rows, report.touched = held - batch.rows, [part]
         return report
 
     def _rewrite_table(self, plan: ChangePlan, change: st.Delete | st.Update) -> None:
