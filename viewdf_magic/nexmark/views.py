@@ -85,8 +85,10 @@ SELECT O.id, O.category, O.date_time, O.expires, greatest(O.final, best.price) A
        O.expires >= O.part_end AS still_open
 FROM open AS O LEFT JOIN best ON O.id = best.id
 WHERE O.expires >= O.part_end OR best.price > coalesce(O.final, 0)"""
+    # the auctions whose highest bid changed in part {j}: how much, and whether the auction is new ({since}: more
+    # columns, for the RANGE clause)
     changed = ("SELECT category, final - coalesce(previous, 0) AS total, "
-               "CASE WHEN previous IS NULL THEN 1 ELSE 0 END AS auctions FROM q4_auctions[{j}] "
+               "CASE WHEN previous IS NULL THEN 1 ELSE 0 END AS auctions{since} FROM q4_auctions[{j}] "
                "WHERE NOT final <=> previous")
     # from scratch: the batch query over every event up to the end of the part
     batch = """SELECT category, sum(final) DIV count(*) AS average_final
@@ -112,10 +114,9 @@ SELECT id, category, date_time, expires, final, previous,
        expires >= timestamp_seconds((part + 1) * {part_seconds}) AS still_open, part
 FROM running WHERE expires >= timestamp_seconds((part + 1) * {part_seconds}) OR best > coalesce(previous, 0)"""
     # every category's running sums: each change counts for its part and the run's later parts
-    categories_run = """SELECT category, sum(total), sum(auctions), run.part FROM (
+    categories_run = f"""SELECT category, sum(total), sum(auctions), run.part FROM (
   SELECT category, total, auctions, __vdf_first - 1 AS since FROM q4_categories[j-1]
-  UNION ALL SELECT category, final - coalesce(previous, 0), CASE WHEN previous IS NULL THEN 1 ELSE 0 END, __vdf_j
-  FROM q4_auctions[j] WHERE NOT final <=> previous) AS changes
+  UNION ALL {changed.format(j='j', since=', __vdf_j AS since')}) AS changes
 JOIN (SELECT explode(sequence(__vdf_first, __vdf_last)) AS part) AS run ON changes.since <= run.part
 GROUP BY category, run.part"""
     return [
@@ -124,9 +125,9 @@ GROUP BY category, run.part"""
         f"RANGE q4_auctions[j] AS {auctions_run};",
         f"CREATE VIEW q4_categories AS\n"
         f"INITIALIZE q4_categories[i] AS SELECT category, sum(total) AS total, sum(auctions) AS auctions "
-        f"FROM ({changed.format(j='i')}) GROUP BY category\n"
+        f"FROM ({changed.format(j='i', since='')}) GROUP BY category\n"
         f"UPDATE q4_categories[j] AS SELECT category, sum(total), sum(auctions) FROM ("
-        f"SELECT category, total, auctions FROM q4_categories[j-1] UNION ALL {changed.format(j='j')}) "
+        f"SELECT category, total, auctions FROM q4_categories[j-1] UNION ALL {changed.format(j='j', since='')}) "
         f"GROUP BY category\n"
         f"RANGE q4_categories[j] AS {categories_run};",
         _viewdf("q4", "SELECT category, total DIV auctions AS average_final FROM q4_categories[{j}]",
