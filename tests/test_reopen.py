@@ -120,6 +120,9 @@ def test_reopen_in_this_process(make_warehouse):
     before = _build(make_warehouse("same"))
     reopened = make_warehouse("same")
     assert reopened.catalog.version == before["version"]
+    assert [(f.name, f.dataType.simpleString()) for f in reopened.schema("M").fields] == \
+        [("ts", "timestamp"), ("src", "string"), ("dest", "string"), ("loss", "int")]
+    assert [f.name for f in reopened.schema("View2").fields] == ["src", "dest", "ct", "sum_loss"]
     for name, parts in before["parts"].items():
         pd.testing.assert_frame_equal(reopened.parts(name), parts, obj=name)
     for what, table in before["show"].items():

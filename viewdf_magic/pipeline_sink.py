@@ -148,8 +148,7 @@ class ViewDFStreamWriter(DataSourceStreamArrowWriter):
         spark = SparkSession.builder.remote(self.remote).create()
         try:
             warehouse = Warehouse(self.warehouse, spark=spark, progress=False)
-            schema = warehouse.engine.require(self.stream, ("stream",)).schema
-            batch = spark.read.parquet(*files) if files else spark.createDataFrame([], schema)
+            batch = spark.read.parquet(*files) if files else spark.createDataFrame([], warehouse.schema(self.stream))
             warehouse.sink(self.stream, name=self.name)(batch, batchId)
             warehouse.close()
         finally:

@@ -8,6 +8,7 @@ from typing import Callable, Iterator
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from .engine import catalog_tables
 from .engine.engine import Engine
@@ -165,6 +166,11 @@ class Warehouse:
             subscript = engine.subscript(definition, part_timestamp)
             frame = engine.store.read_parts(definition, engine.catalog.state(name), [subscript])
             return frame.toPandas()
+
+    def schema(self, name: str) -> StructType:
+        """The columns of the stream, view or table ``name`` (a part's rows also have ``PART_TIMESTAMP``)."""
+        with self.engine.reading():
+            return self.engine.require(name, ("stream", "view", "table")).schema
 
     def parts(self, name: str | None = None) -> pd.DataFrame:
         """Part metadata (rows, compute time, lineage, last update) of one object or all."""
