@@ -195,13 +195,18 @@ def test_range_steps_over_every_part_so_far_and_longer_parts_equal_an_independen
         assert stored == {j: sorted(found, key=repr) for j, found in want.items()}, name
 
 
-def test_late_rows_repair_range_parts_and_a_reopen_reads_them(make_warehouse):
+def test_late_rows_repair_range_parts_in_range_steps_and_a_reopen_reads_them(make_warehouse):
     rows = random_rows(7)
     warehouse = make_warehouse()
     create_views(warehouse)
     warehouse.ingest("S", rows)
     late = pd.DataFrame({"ts": [START + pd.Timedelta(minutes=4, seconds=5)], "k": ["q"], "x": [5]}).astype({"x": "Int64"})
     warehouse.ingest("S", late)
+    # the repair recomputes runs of stale parts in range steps too: Recent's three windows holding minute 4,
+    # and every part of Seen (all parts so far) from minute 4 on
+    minute = START.value // 60_000_000_000
+    spans = {step.view: step.span for step in warehouse.last_repair.steps if step.span}
+    assert spans["Recent"] == (minute + 4, minute + 6) and spans["Seen"] == (minute + 4, minute + 9)
     fresh = make_warehouse("fresh")
     create_views(fresh)
     fresh.ingest("S", pd.concat([rows, late], ignore_index=True))

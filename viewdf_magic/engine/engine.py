@@ -67,8 +67,8 @@ class Engine:
         self.store = PartStore(self.spark, self.fs)
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
         maintainer = self.maintainer
-        self.repairer = Repairer(self.catalog, maintainer.timeline, maintainer.clause,
-                                 lambda step, previous: maintainer.writer.compute(step, previous=previous))
+        self.repairer = Repairer(self.catalog, maintainer.timeline, maintainer.clause, maintainer.repair_run,
+                                 maintainer.ranged)
         self.retention = Retention(self.catalog, maintainer.timeline, maintainer.compiled, maintainer.clause)
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
                                  self.maintainer.unique_key_sets)

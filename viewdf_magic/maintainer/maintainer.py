@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from ..catalog.actions import Action, Part
 from ..catalog.catalog import Catalog
-from ..catalog.model import ObjectDef
+from ..catalog.model import ObjectDef, PartMeta
 from ..errors import ViewDFError
 from ..language.queries import CompiledQuery
 from ..language.statements import ClauseKind
@@ -369,10 +369,31 @@ class Maintainer:
             subscript += 1
         return run
 
-    def compute_range(self, ranged: RangePlan, run: list[PendingStep], fusions: Sequence[Fusion] = ()
-                      ) -> list[StepReport]:
+    def repair_run(self, run: list[PendingStep], previous: dict[int, PartMeta]) -> list[StepReport]:
+        """Recompute a view's consecutive stale parts ``run`` (late-data repair, ``previous``: the stored parts):
+        as many of them as one range step takes where the view has a range plan, else the first alone. A part
+        that comes out the same keeps what is stored (``PartWriter.repaired``)."""
+        first = run[0]
+        if self.ranged(first.view) and first.how is not ClauseKind.INITIALIZE:
+            ranged = self.range_plan(first.view)
+            steps = self._ready_run(first, ranged, len(run))
+            if len(steps) > 1:
+                try:
+                    return self.compute_range(ranged, steps, previous=previous)
+                except RangeFailed as failed:      # part by part, which reports any error in place
+                    self._range_failed[first.view.key] = str(failed).split("\n")[0]
+        return self.writer.compute(first, previous=previous.get(first.subscript))
+
+    def ranged(self, definition: ObjectDef) -> bool:
+        """Whether runs of ``definition``'s parts are computed in range steps (this session)."""
+        return (self.range_steps and definition.key not in self._range_failed
+                and self.range_plan(definition).lifted)
+
+    def compute_range(self, ranged: RangePlan, run: list[PendingStep], fusions: Sequence[Fusion] = (),
+                      previous: dict[int, PartMeta] | None = None) -> list[StepReport]:
         """Compute, store and commit a run of parts (and the ``fusions``' parts) in one range step (no job
-        when every part is known to be empty)."""
+        when every part is known to be empty). With ``previous`` (late-data repair: the stored parts), each
+        part is recorded as ``PartWriter.repaired`` says."""
         definition = run[0].view
         started = time.perf_counter()
         folder = ""
@@ -391,14 +412,22 @@ class Maintainer:
             counted = written.get(step.subscript, {})
             lineage = self.timeline.lineage(step.refs, (definition.key, step.subscript - 1))
             meta, report = self.writer.recorded(step, counted.get(None), folder, (first, last), seconds, lineage)
-            actions.append(Part(definition.key, meta))
-            reports.append(dataclasses.replace(report, span=(first, last)))
+            report = dataclasses.replace(report, span=(first, last))
+            if previous is None:
+                action: Action = Part(definition.key, meta)
+            else:
+                action, report = self.writer.repaired(definition, meta, report, previous.get(step.subscript))
+            actions.append(action)
+            reports.append(report)
         for fusion in fusions:
             for step in run:
                 fused, fused_report = self.writer.fused_part(fusion, step, written.get(step.subscript, {}), folder,
                                                        (first, last))
                 actions.append(Part(fusion.view.key, fused))
                 reports.append(dataclasses.replace(fused_report, span=(first, last)))
+        if previous is not None and folder and not any(isinstance(action, Part) and action.part.folders
+                                                       for action in actions):    # every part came out the same
+            self.store.fs.delete(folder)
         self.catalog.commit(actions)
         self.history.extend(reports)
         return reports

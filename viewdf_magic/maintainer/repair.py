@@ -73,10 +73,14 @@ class Repairer:
     """Brings every view part up to date with late-changed inputs."""
 
     def __init__(self, catalog: Catalog, timeline: Timeline, clause: ClauseOf,
-                 compute: Callable[[PendingStep, PartMeta | None], list[StepReport]]) -> None:
+                 compute: Callable[[list[PendingStep], dict[int, PartMeta]], list[StepReport]],
+                 ranged: Callable[[ObjectDef], bool]) -> None:
         self.catalog, self.timeline = catalog, timeline
         self.clause = clause        # the clause that computes a view's part
-        self.compute = compute      # compute and commit a step, keeping a stored part that comes out the same
+        # compute and commit a run of a view's stale parts (the first of them at least; a range step where the
+        # view has one), keeping each stored part that comes out the same
+        self.compute = compute
+        self.ranged = ranged        # whether a view's runs of parts are computed in range steps
 
     @property
     def pending(self) -> bool:
@@ -114,31 +118,60 @@ class Repairer:
         first = max(start, since // definition.length)
         if state.dropped_before is not None:
             first = max(first, state.dropped_before)
-        for subscript in range(first, newest + 1):
-            how, query = self.clause(definition, subscript, subscript != start)
+        ranged = self.ranged(definition)
+        subscript = first
+        while subscript <= newest:
             try:
-                refs = self.timeline.resolve(query, definition, subscript)
+                step, previous, stale, affected = self._examine(definition, subscript, start, version, touched, set())
             except ViewDFError as error:
                 return MaintenanceFailure(definition.name, subscript, error)
-            previous = state.parts.get(subscript)
-            inputs = [(ref.definition, s) for ref in refs if ref.definition.partitioned
-                      for s in existing(ref.subscripts, self.catalog.state(ref.definition.name).parts)]
-            affected = any(self._touched(d, s, version, touched) for d, s in inputs)
-            stale = (previous is None or not previous.how.same_clause(how)
-                     or any(self._changed(d, s) > previous.verified for d, s in inputs))
-            if stale and not all(self.timeline.available(ref, definition) for ref in refs):
+            if stale and not all(self.timeline.available(ref, definition) for ref in step.refs):
                 report.deferred += 1
             elif stale:
-                step = PendingStep(definition, subscript, how, query, refs, True)
+                run, stored = [step], {subscript: previous} if previous is not None else {}
+                # with range steps, the stale parts after it, or those reading a part of the run (a view reading its
+                # own earlier parts), join the run
+                while ranged and run[-1].subscript < newest:
+                    try:
+                        later, kept, stale, _ = self._examine(definition, run[-1].subscript + 1, start, version,
+                                                              touched, {s.subscript for s in run})
+                    except ViewDFError:      # reported when the walk reaches it
+                        break
+                    if not stale or not all(self.timeline.available(ref, definition) for ref in later.refs):
+                        break
+                    run.append(later)
+                    if kept is not None:
+                        stored[later.subscript] = kept
                 try:
-                    report.steps += self.compute(step, previous)
+                    steps = self.compute(run, stored)
                 except ViewDFError as error:
                     return MaintenanceFailure(definition.name, subscript, error)
-                touched.add((definition.key, subscript))
+                report.steps += steps
+                done = {s.subscript for s in steps if s.view == definition.name}
+                touched.update((definition.key, s) for s in done)
+                subscript = max(done, default=subscript)
             elif affected:
                 report.skipped += 1
                 touched.add((definition.key, subscript))
+            subscript += 1
         return None
+
+    def _examine(self, definition: ObjectDef, subscript: int, start: int, version: int,
+                 touched: set[tuple[str, int]], recomputed: set[int]
+                 ) -> tuple[PendingStep, PartMeta | None, bool, bool]:
+        """The step that computes part ``subscript`` of ``definition``, its stored part, whether it is stale (an
+        input changed after it was computed, or it reads one of the ``recomputed`` parts of its own) and whether
+        an input changed at all since ``version``."""
+        how, query = self.clause(definition, subscript, subscript != start)
+        refs = self.timeline.resolve(query, definition, subscript)
+        previous = self.catalog.state(definition.name).parts.get(subscript)
+        inputs = [(ref.definition, s) for ref in refs if ref.definition.partitioned
+                  for s in existing(ref.subscripts, self.catalog.state(ref.definition.name).parts)]
+        affected = any(self._touched(d, s, version, touched) for d, s in inputs)
+        stale = (previous is None or not previous.how.same_clause(how)
+                 or any(self._changed(d, s) > previous.verified for d, s in inputs)
+                 or any(d.key == definition.key and s in recomputed for d, s in inputs))
+        return PendingStep(definition, subscript, how, query, refs, True), previous, stale, affected
 
     def _changed(self, definition: ObjectDef, subscript: int) -> int:
         meta = self.catalog.state(definition.name).parts.get(subscript) if definition.partitioned else None

@@ -95,26 +95,18 @@ class PartWriter:
     def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None) -> list[StepReport]:
         """Record and commit what ``prepared``'s step computed (``result``)."""
         step, (folder, written, fusions) = prepared.step, result
-        definition, subscript, how = step.view, step.subscript, step.how
+        definition, subscript = step.view, step.subscript
         seconds = time.perf_counter() - prepared.started
         meta, report = self.recorded(step, written.get(None), folder, (subscript, subscript), seconds,
                                       prepared.lineage, folders=prepared.folders)
-        report = dataclasses.replace(report, plan=prepared.plan)
-        if previous is not None and previous.checksum == meta.checksum and previous.how is how:
+        action, report = self.repaired(definition, meta, dataclasses.replace(report, plan=prepared.plan), previous)
+        if isinstance(action, Verified):
             if folder:
                 self.store.fs.delete(folder)
-            self.catalog.commit([Verified(definition.key, subscript, seconds)])
-            report = dataclasses.replace(report, repair="unchanged")
+            self.catalog.commit([action])
             self.history.append(report)
             return [report]
-        # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
-        # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
-        same_rows = previous is not None and previous.checksum == meta.checksum
-        if previous is not None:
-            meta = dataclasses.replace(meta, repairs=previous.repairs + 1, repair_seconds=previous.repair_seconds + seconds,
-                                       repairs_changed=previous.repairs_changed + (not same_rows))
-            report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
-        actions: list[Action] = [Part(definition.key, meta, same_rows)]
+        actions: list[Action] = [action]
         reports = [report]
         for fusion in fusions:
             fused_meta, fused_report = self.fused_part(fusion, step, written, folder, (subscript, subscript))
@@ -123,6 +115,25 @@ class PartWriter:
         self.catalog.commit(actions)
         self.history.extend(reports)
         return reports
+
+    @staticmethod
+    def repaired(definition: ObjectDef, meta: PartMeta, report: StepReport, previous: PartMeta | None
+                 ) -> tuple[Part | Verified, StepReport]:
+        """The catalog action for a computed part: with ``previous`` (the stored part, when late data is
+        repaired), a part that came out the same by the same clause keeps what is stored and is only marked
+        checked; else the new part, counted as a repair of ``previous``."""
+        if previous is not None and previous.checksum == meta.checksum and previous.how is meta.how:
+            return (Verified(definition.key, meta.subscript, meta.seconds),
+                    dataclasses.replace(report, repair="unchanged"))
+        # the same rows computed by another clause (a range step recorded RECOMPUTE, a repair steps with
+        # UPDATE): the new lineage is recorded, but the content did not change, so readers need no repair
+        same_rows = previous is not None and previous.checksum == meta.checksum
+        if previous is not None:
+            meta = dataclasses.replace(meta, repairs=previous.repairs + 1,
+                                       repair_seconds=previous.repair_seconds + meta.seconds,
+                                       repairs_changed=previous.repairs_changed + (not same_rows))
+            report = dataclasses.replace(report, repair="unchanged" if same_rows else "changed")
+        return Part(definition.key, meta, same_rows), report
 
     def known_empty(self, step: PendingStep) -> str | None:
         """When ``step``'s inputs make its part certainly empty: which of them are empty, in words
