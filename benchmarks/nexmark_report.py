@@ -27,6 +27,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any, Sequence
 
 from .nexmark_runs import Run
 
@@ -167,27 +168,36 @@ def input_table(rows: list[Figures]) -> str:
 
 def plot(rows: list[Figures], path: str | None = None, title: str = ""):
     """Two panels, events per second per core and seconds per part, a bar per system and query."""
+    systems = [s for s in ("viewdf", "streaming", "flink", "naive") if any(f.system == s for f in rows)]
+    return bar_panels(rows, systems, (("events_per_core", "events/s per core"),
+                                      ("part_seconds", "latency of one part (s)")), path, title,
+                      "Flink: derived from its throughput" if "flink" in systems else "")
+
+
+def bar_panels(rows: Sequence[Any], systems: list[str], panels: tuple[tuple[str, str], ...], path: str | None = None,
+               title: str = "", note: str = ""):
+    """A figure of log-scale panels, one per (attribute, label) of ``panels``: a bar per system (in the order of
+    ``systems``) and query, the rows' values of that attribute; ``note`` over the second panel. Saved to ``path``
+    if given."""
     import matplotlib
 
     if path is not None:
         matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    queries = sorted({f.query for f in rows})
-    systems = [s for s in ("viewdf", "streaming", "flink", "naive") if any(f.system == s for f in rows)]
-    figure, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    queries = sorted({row.query for row in rows})
+    figure, axes = plt.subplots(1, len(panels), figsize=(11, 3.8))
     width = 0.8 / max(len(systems), 1)
-    for panel, (attribute, label) in zip(axes, (("events_per_core", "events/s per core"),
-                                                 ("part_seconds", "latency of one part (s)"))):
+    for panel, (attribute, label) in zip(axes, panels):
         for k, system in enumerate(systems):
-            values = {f.query: getattr(f, attribute) for f in rows if f.system == system}
+            values = {row.query: getattr(row, attribute) for row in rows if row.system == system}
             heights = [values.get(q) or 0 for q in queries]
             panel.bar([i + k * width for i in range(len(queries))], heights, width, label=system)
         panel.set_xticks([i + width * (len(systems) - 1) / 2 for i in range(len(queries))], queries)
         panel.set_yscale("log")
-        panel.set_ylabel(label)
-    if "flink" in systems:
-        axes[1].set_title("Flink: derived from its throughput", fontsize=8, loc="right")
+        panel.set_ylabel(label, fontsize=8)
+    if note:
+        axes[1].set_title(note, fontsize=8, loc="right")
     axes[0].legend(fontsize=8)
     if title:
         figure.suptitle(title, fontsize=9)

@@ -1,7 +1,7 @@
 """Nexmark throughput at saturation (issue 30's first standard run): every event is on disk when the
 clock starts, and each system processes the backlog as fast as it can, batching as it chooses.
 
-    python -m benchmarks.nexmark_saturation --events 1000000 --repeat 3
+    python -m benchmarks.nexmark_saturation --events 1000000 --repeat 3 --plot saturation.png
 
 * ``viewdf``: each stream the query reads is ingested in one call, then one maintenance step computes
   every view part (benchmarks/nexmark_runs.py, ``run_viewdf_backlog``).
@@ -21,6 +21,7 @@ against the batch query's (benchmarks/nexmark.py).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -28,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import pyarrow.parquet as pq
 from pyspark.sql import SparkSession
@@ -40,7 +41,7 @@ from viewdf_magic.nexmark.queries import QUERY_STREAMS
 
 from .common import bench_session, measuring
 from .nexmark import add_workload_arguments, equals_batch_query, runnable
-from .nexmark_report import aligned
+from .nexmark_report import aligned, bar_panels
 from .nexmark_runs import (Run, run_flink, run_naive_backlog, run_streaming_backlog,
                            run_viewdf_backlog)
 
@@ -163,10 +164,20 @@ def table(rows: list[Throughput]) -> str:
     return aligned(lines, 2)
 
 
+def plot(rows: list[Throughput], path: str | None = None, title: str = ""):
+    """Two panels, a bar per system and query: the seconds to take the whole backlog, and events per
+    CPU-second."""
+    return bar_panels(rows, list(dict.fromkeys(r.system for r in rows)),
+                      (("seconds", "seconds to take the backlog (lower is better)"),
+                       ("events_per_cpu_second", "events per CPU-second")), path, title)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_workload_arguments(parser, SYSTEMS)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--plot", help="draw them into this PNG")
     arguments = parser.parse_args()
     systems = runnable(arguments.systems)
     spark = bench_session(**{"spark.sql.shuffle.partitions": str(arguments.shuffle_partitions)})
@@ -180,6 +191,12 @@ def main() -> None:
         if not arguments.workdir:
             shutil.rmtree(folder, ignore_errors=True)
     print(table(results))
+    if arguments.json:
+        with open(arguments.json, "w") as handle:
+            json.dump({"events": arguments.events, "figures": [asdict(r) for r in results]}, handle, indent=1)
+    if arguments.plot:
+        plot(results, arguments.plot, f"Nexmark throughput at saturation, {arguments.events:,} events "
+                                      f"in parts of {arguments.part_seconds} s")
     print(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores")
 
 
