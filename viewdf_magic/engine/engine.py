@@ -68,7 +68,7 @@ class Engine:
         self.maintainer = Maintainer(self.spark, self.catalog, self.store, self._parts_frame, progress)
         maintainer = self.maintainer
         self.repairer = Repairer(self.catalog, maintainer.timeline, maintainer.clause, maintainer.repair_run,
-                                 maintainer.ranged)
+                                 maintainer.run_limit)
         self.retention = Retention(self.catalog, maintainer.timeline, maintainer.compiled, maintainer.clause)
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
                                  self.maintainer.unique_key_sets)

@@ -349,9 +349,7 @@ class Maintainer:
         definition, view = step.view, self.compiled(step.view)
         horizon = self.timeline.horizon()
         assert ranged.query is not None and horizon is not None
-        most = RANGE_PARTS if limit is None else min(limit, RANGE_PARTS)
-        if not self.catalog.in_transaction:
-            most = min(most, paced_parts(self._range_pace.get(definition.key)))
+        most = self.run_limit(definition) if limit is None else min(limit, self.run_limit(definition))
         work = RANGE_CLAUSE_WORK if ranged.clause is ClauseKind.RANGE else None
         run: list[PendingStep] = []
         rows = 0
@@ -374,7 +372,7 @@ class Maintainer:
         as many of them as one range step takes where the view has a range plan, else the first alone. A part
         that comes out the same keeps what is stored (``PartWriter.repaired``)."""
         first = run[0]
-        if self.ranged(first.view) and first.how is not ClauseKind.INITIALIZE:
+        if len(run) > 1 and first.how is not ClauseKind.INITIALIZE and self.run_limit(first.view) > 1:
             ranged = self.range_plan(first.view)
             steps = self._ready_run(first, ranged, len(run))
             if len(steps) > 1:
@@ -384,10 +382,15 @@ class Maintainer:
                     self._range_failed[first.view.key] = str(failed).split("\n")[0]
         return self.writer.compute(first, previous=previous.get(first.subscript))
 
-    def ranged(self, definition: ObjectDef) -> bool:
-        """Whether runs of ``definition``'s parts are computed in range steps (this session)."""
-        return (self.range_steps and definition.key not in self._range_failed
-                and self.range_plan(definition).lifted)
+    def run_limit(self, definition: ObjectDef) -> int:
+        """The most parts of ``definition`` one step computes now: a range step's bound (RANGE_PARTS and, outside
+        a transaction, the view's pace) where its runs take range steps (this session), else 1."""
+        if not (self.range_steps and definition.key not in self._range_failed
+                and self.range_plan(definition).lifted):
+            return 1
+        if self.catalog.in_transaction:
+            return RANGE_PARTS
+        return min(RANGE_PARTS, paced_parts(self._range_pace.get(definition.key)))
 
     def compute_range(self, ranged: RangePlan, run: list[PendingStep], fusions: Sequence[Fusion] = (),
                       previous: dict[int, PartMeta] | None = None) -> list[StepReport]:

@@ -74,13 +74,13 @@ class Repairer:
 
     def __init__(self, catalog: Catalog, timeline: Timeline, clause: ClauseOf,
                  compute: Callable[[list[PendingStep], dict[int, PartMeta]], list[StepReport]],
-                 ranged: Callable[[ObjectDef], bool]) -> None:
+                 run_limit: Callable[[ObjectDef], int]) -> None:
         self.catalog, self.timeline = catalog, timeline
         self.clause = clause        # the clause that computes a view's part
         # compute and commit a run of a view's stale parts (the first of them at least; a range step where the
         # view has one), keeping each stored part that comes out the same
         self.compute = compute
-        self.ranged = ranged        # whether a view's runs of parts are computed in range steps
+        self.run_limit = run_limit  # the most parts of a view one step computes (1 without range steps)
 
     @property
     def pending(self) -> bool:
@@ -118,7 +118,6 @@ class Repairer:
         first = max(start, since // definition.length)
         if state.dropped_before is not None:
             first = max(first, state.dropped_before)
-        ranged = self.ranged(definition)
         subscript = first
         while subscript <= newest:
             try:
@@ -130,8 +129,9 @@ class Repairer:
             elif stale:
                 run, stored = [step], {subscript: previous} if previous is not None else {}
                 # with range steps, the stale parts after it, or those reading a part of the run (a view reading its
-                # own earlier parts), join the run
-                while ranged and run[-1].subscript < newest:
+                # own earlier parts), join the run, up to what one step computes
+                limit = self.run_limit(definition)
+                while len(run) < limit and run[-1].subscript < newest:
                     try:
                         later, kept, stale, _ = self._examine(definition, run[-1].subscript + 1, start, version,
                                                               touched, {s.subscript for s in run})
