@@ -53,8 +53,11 @@ PART_SHAPES = {
     # reluctant, SKIP TO NEXT ROW: overlapping matches
     "reluctant": """MEASURES A.id AS a_id, COUNT(B.price) AS n_b, C.id AS c_id, MATCH_NUMBER() AS m
         AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+? C) DEFINE B AS B.price > A.price, C AS C.price < LAST(B.price)""",
-    # alternation in a repeated group, an optional end, ALL ROWS PER MATCH with RUNNING and FINAL
-    "zigzag": """MEASURES RUNNING COUNT(*) AS n, FINAL COUNT(*) AS total, CLASSIFIER() AS cls, MATCH_NUMBER() AS m
+    # alternation in a repeated group, an optional end, ALL ROWS PER MATCH with RUNNING and FINAL navigations,
+    # counts and an aggregate
+    "zigzag": """MEASURES RUNNING COUNT(*) AS n, FINAL COUNT(*) AS total, CLASSIFIER() AS cls, MATCH_NUMBER() AS m,
+        LAST(U.price) AS up, FIRST(D.id, 1) AS second_down, LAST(price, 1) AS before, COUNT(U.*) AS ups,
+        SUM(D.vol) AS down_vol, FINAL LAST(D.id) AS last_down, FINAL FIRST(U.price, 1) AS second_up
         ALL ROWS PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (S (U | D){2,} E?)
         DEFINE U AS U.price > PREV(U.price), D AS D.price < PREV(D.price), E AS E.price = PREV(E.price)""",
     # a greedy last variable: final when a row fails to extend it; SKIP TO LAST

@@ -6,7 +6,10 @@ this module runs the searches over the masks, exactly as the general fold in Spa
 thread that accepts cutting the threads after it, threads at the same node merged, WITHIN ending a search's
 threads, and the decision pass after every row that emits the decided search at the cursor and moves the
 cursor by AFTER MATCH SKIP. A thread is a node of the compiled automaton and its path, a linked list of
-(row, variable) cells, so a row costs a few integer operations per live thread.
+(row, variable) cells, so a row costs a few integer operations per live thread. Each emitted match also
+carries its measures' index terms (the row a navigation reads, or a count of rows) at its end (``f``) and, when
+a RUNNING measure of ALL ROWS PER MATCH reads them, at each mapped row (``t``, row after row), computed over all
+the batch's matches at once with numpy.
 
 ``register`` makes ``search`` the SQL function ``viewdf_match_run`` of a session: an Arrow UDF, which reads a
 batch of partitions' masks as Arrow arrays and builds its result as flat Arrow arrays, so no value crosses
@@ -19,12 +22,13 @@ import json
 from functools import lru_cache
 from typing import Any, cast
 
+import numpy as np
 import pyarrow as pa
 
 from ..language.emptiness import MATCH_SEARCH
 
 RESULT_TYPE = ("array<struct<cursor:int,end:int,matches:bigint,out:array<struct<num:bigint,start:int,"
-               "path:array<struct<i:int,v:int>>>>,error:string>>")
+               "path:array<struct<i:int,v:int>>,t:array<int>,f:array<int>>>,error:string>>")
 
 Path = tuple | None          # (row, variable, earlier cells) or None: a thread's rows, newest first
 
@@ -46,6 +50,8 @@ class _Program:
         self.skip_name: str = spec["skip_name"]
         self.within: int | None = spec["within"]
         self.every: bool = spec["every"]
+        self.terms: list[tuple[str, int, int]] = [tuple(term) for term in spec["terms"]]   # kind, variable, offset
+        self.running: bool = spec["running"]
         # a row starts a search when it meets a start node's condition (or the pattern matches no row)
         self.starts_always = self.accepts_empty or any(self.need[node] == 0 for node in self.start)
         self.starting = [self.need[node] for node in self.start]
@@ -115,18 +121,50 @@ class _Snapshots:
         self.error.append(error)
         self.emitted.append(len(self.number))
 
-    def arrow(self) -> pa.Array:
-        def offsets(values: list[int]) -> pa.Array:
+    def arrow(self, program: _Program) -> pa.Array:
+        def offsets(values: list[int] | np.ndarray) -> pa.Array:
             return pa.array(values, pa.int32())
+
+        def per_match(values: np.ndarray, ends: list[int] | np.ndarray) -> pa.Array:
+            """Per match, its rows of ``values`` (cells' or the match's own), the terms' values one after another."""
+            return pa.ListArray.from_arrays(offsets(np.asarray(ends) * values.shape[1]), offsets(values.ravel()))
+        running, final = _term_values(program.terms, np.array(self.row, np.int32),
+                                      np.array(self.variable, np.int32), np.array(self.paths, np.int64))
         cells = pa.StructArray.from_arrays([offsets(self.row), offsets(self.variable)], names=["i", "v"])
+        tracked = per_match(running, self.paths) if program.running else per_match(running[:0], [0] * len(self.paths))
         found = pa.StructArray.from_arrays([pa.array(self.number, pa.int64()), offsets(self.start),
-                                            pa.ListArray.from_arrays(offsets(self.paths), cells)],
-                                           names=["num", "start", "path"])
+                                            pa.ListArray.from_arrays(offsets(self.paths), cells), tracked,
+                                            per_match(final, np.arange(len(self.paths)))],
+                                           names=["num", "start", "path", "t", "f"])
         snapshots = pa.StructArray.from_arrays(
             [offsets(self.cursor), offsets(self.end), pa.array(self.matches, pa.int64()),
              pa.ListArray.from_arrays(offsets(self.emitted), found), pa.array(self.error, pa.string())],
             names=["cursor", "end", "matches", "out", "error"])
         return pa.ListArray.from_arrays(offsets(self.partitions), snapshots)
+
+
+def _term_values(terms: list[tuple[str, int, int]], rows: np.ndarray, variables: np.ndarray,
+                 paths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each term's value at every cell (RUNNING: over the match's cells up to it) and at every match's end
+    (FINAL): for ``count`` the number of the variable's cells (variable 0: every cell), for ``first`` and ``last``
+    the row (from 1) of the variable's cell ``offset`` from the first or the last, or 0 when there is none."""
+    starts, lengths = paths[:-1], np.diff(paths)
+    running = np.zeros((len(rows), len(terms)), np.int32)
+    for column, (kind, variable, offset) in enumerate(terms):
+        chosen = variables == variable if variable else np.ones(len(rows), bool)
+        total = np.cumsum(chosen)                                             # chosen cells up to each cell
+        before = np.repeat(np.concatenate(([0], total))[starts], lengths)     # ... before the cell's match
+        count = total - before
+        if kind == "count":
+            running[:, column] = count
+            continue
+        held = count > offset
+        at = (total - 1 - offset if kind == "last" else before + offset)[held]
+        running[held, column] = rows[np.flatnonzero(chosen)[at]]
+    final = np.zeros((len(starts), len(terms)), np.int32)
+    ended = lengths > 0
+    final[ended] = running[paths[1:][ended] - 1]
+    return running, final
 
 
 def search(masks: pa.Array, times: pa.Array, counts: pa.Array, begin: pa.Array, cursor: pa.Array,
@@ -143,7 +181,7 @@ def search(masks: pa.Array, times: pa.Array, counts: pa.Array, begin: pa.Array, 
         stamps = time_values[time_offsets[k]:time_offsets[k + 1]] if timed else None
         run(program, rows, stamps, count_values[count_offsets[k]:count_offsets[k + 1]], first, at, done, snapshots)
         snapshots.partitions.append(len(snapshots.cursor))
-    return snapshots.arrow()
+    return snapshots.arrow(program)
 
 
 def run(program: _Program, masks: list[int], times: list[int] | None, counts: list[int], begin: int, cursor: int,

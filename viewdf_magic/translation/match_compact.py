@@ -7,8 +7,12 @@ which row it reads is known from the thread's automaton state and a small contex
 variable are), not from the rows' values. ``compact_plan`` then compiles the automaton into nodes (a state and
 such a context), each with the condition its variable's DEFINE becomes there, read at fixed offsets from the
 row. Spark SQL evaluates every distinct condition for every row, vectorised, as one bit of the row's mask; the
-search itself (engine/match_runner.py) reads only masks. Measures are evaluated over each match's path by the
-batch search's code (match_recompute.Search).
+search itself (engine/match_runner.py) reads only masks. The matcher also tracks the measures' *index terms*:
+for a navigation, the row it reads (``LAST(A.price, 1)``: the row before A's last), for a row count
+(``COUNT(A.*)``, ``COUNT(*)``) the count, at every mapped row (RUNNING, ALL ROWS PER MATCH) and at the match's
+end (FINAL). A measure then reads its rows by index, with no pass over the match's path; aggregates over a
+variable's values (``SUM(A.price)``) are evaluated over the path by the batch search's code
+(match_recompute.Search).
 
 A pattern gets the general plan, with the reason, when a DEFINE reads an aggregate over a variable's rows
 (``AVG(A.price)``), a row that can be any distance back (``FIRST(A.price)`` while ``A+`` runs, ``LAST(A.price)``
@@ -25,7 +29,7 @@ from ..wording import plural
 from .match_pattern import ACCEPT, Automaton
 from .match_recompute import Search
 from .match_state import Values
-from .match_terms import Agg, Nav, Special, Template, Term, render_row
+from .match_terms import Agg, Nav, Output, Special, Template, Term, numbered, render_row
 
 MAX_OFFSET = 16          # the farthest row back within a match a DEFINE may read
 MAX_NODES = 2_000        # automaton states x contexts
@@ -62,6 +66,7 @@ class CompactPlan:
     every: bool              # every partition's row is kept (its rows before the cursor, or its match count)
     search: Search
     values: Values
+    terms: tuple[Nav | Agg, ...]  # the index terms the matcher tracks for the measures, in the program's order
 
     def condition_sql(self, bit: int, row_at: Callable[[int], str]) -> str:
         """The SQL of condition ``bit`` for the row whose row ``k`` back is ``row_at(k)``."""
@@ -82,6 +87,27 @@ class CompactPlan:
         """A row's mask: bit k set when condition k holds."""
         bits = [f"IF({self.condition_sql(k, row_at)}, {1 << k}L, 0L)" for k in range(len(self.conditions))]
         return " | ".join(bits) or "0L"
+
+    def output_value(self, output: Output, all_rows: bool, number: str) -> str:
+        """An output column's value for the match ``o`` over the rows ``R``; with ALL ROWS PER MATCH at its mapped
+        row ``x``, the ``k``-th from 0 (RUNNING measures read ``o.t``, FINAL ones ``o.f``)."""
+        if output.template is None:
+            return self.search.output_value(output, all_rows, number)
+        running = all_rows and not output.final
+
+        def value(term: Term) -> str:
+            if isinstance(term, Special):       # CLASSIFIER() reads the last mapped row, x itself when RUNNING
+                return self.search.term(term, "array(x)" if running else "o.path", number)
+            if term not in self.terms:
+                return self.search.term(term, "slice(o.path, 1, k + 1)" if running else "o.path", number)
+            index = self.terms.index(term) + 1
+            tracked = (f"try_element_at(o.t, k * {len(self.terms)} + {index})" if running
+                       else f"element_at(o.f, {index})")
+            if isinstance(term, Agg):
+                return f"CAST(coalesce({tracked}, 0) AS bigint)"
+            row = f"({tracked} - {term.back})"
+            return f"IF({row} >= 1, {render_row(term.argument, f'element_at(R, {row}).e')}, NULL)"
+        return output.template.render(value)
 
     def describe(self) -> str:
         return (f"automaton plan (every DEFINE reads rows at fixed offsets: {plural(len(self.conditions), 'condition')} "
@@ -210,10 +236,23 @@ class _Compiler:
         return [compiled[k] for k in range(1, len(compiled) + 1)], start
 
 
+def _index_terms(outputs: list[Output], all_rows: bool) -> tuple[tuple[Nav | Agg, ...], bool]:
+    """The measures' terms the matcher tracks (navigations and row counts), and whether a RUNNING measure of ALL ROWS
+    PER MATCH reads one (so the matcher tracks them at every mapped row)."""
+    terms: dict[Nav | Agg, None] = {}
+    running = False
+    for output in outputs:
+        for term in output.template.terms if output.template is not None else ():
+            if isinstance(term, Nav) or (isinstance(term, Agg) and term.argument is None):
+                terms[term] = None
+                running = running or (all_rows and not output.final)
+    return tuple(terms), running
+
+
 def compact_plan(automaton: Automaton, defines: dict[str, Template], values: Values, search: Search,
-                 skip: tuple[str, str | None], within: int | None, numbered: bool) -> CompactPlan | str:
-    """The automaton plan of a pattern, or why it gets the general plan. ``numbered``: MATCH_NUMBER() is read, so
-    every partition's count of matches is kept."""
+                 skip: tuple[str, str | None], within: int | None, outputs: list[Output],
+                 all_rows: bool) -> CompactPlan | str:
+    """The automaton plan of a pattern, or why it gets the general plan."""
     try:
         compiler = _Compiler(automaton, defines)
         nodes, start = compiler.compile()
@@ -224,9 +263,12 @@ def compact_plan(automaton: Automaton, defines: dict[str, Template], values: Val
     reach = max([values.depth, *offsets])
     kind, variable = skip
     names = list(automaton.names)
+    terms, running = _index_terms(outputs, all_rows)
+    tracked = [["count" if isinstance(t, Agg) else t.kind, names.index(t.variable) + 1 if t.variable else 0,
+                t.offset if isinstance(t, Nav) else 0] for t in terms]
     program = {"nodes": nodes, "start": start, "accepts_empty": ACCEPT in automaton.start, "skip": kind,
                "skip_variable": names.index(variable) + 1 if variable else 0,
                "skip_words": f"AFTER MATCH SKIP {kind} {variable}", "skip_name": variable or "",
-               "within": within, "every": numbered or reach > 0}
+               "within": within, "every": numbered(outputs) or reach > 0, "terms": tracked, "running": running}
     return CompactPlan(tuple(nodes), start, conditions, reach, json.dumps(program, separators=(",", ":")),
-                       bool(program["every"]), search, values)
+                       bool(program["every"]), search, values, terms)

@@ -32,7 +32,7 @@ from .match_compact import CompactPlan
 from .match_pattern import ACCEPT, Automaton
 from .match_query import MatchQuery
 from .match_state import Current, Slot, Values
-from .match_terms import Output, Special, Template
+from .match_terms import Output, Template, numbered
 from .viewdf_text import viewdf_text
 
 
@@ -293,7 +293,7 @@ class MatchTranslation:
         the cursor on, and the output rows of the matches emitted since the snapshot before."""
         keep = f"greatest(0, {snapshot}.cursor - {plan.reach})"
         number = "o.num"
-        values = [(o.name, plan.search.output_value(o, self.all_rows, number)) for o in self.outputs]
+        values = [(o.name, plan.output_value(o, self.all_rows, number)) for o in self.outputs]
         if self.all_rows:
             mapped = "IF(size(o.path) = 0, array(named_struct('i', o.start, 'v', 0)), o.path)"
             out = f"flatten(transform({snapshot}.out, o -> transform({mapped}, (x, k) -> {_struct(values)})))"
@@ -478,8 +478,3 @@ class MatchTranslation:
 def position_slot(kind: str, variable: str | None) -> Slot:
     """The slot of a variable's first (``fpos``) or last (``lpos``) row position (None: any variable)."""
     return Slot(kind, variable, None, 0)
-
-
-def numbered(outputs: list[Output]) -> bool:
-    """Whether an output reads MATCH_NUMBER(): every partition's count of matches is kept."""
-    return any(o.template is not None and Special("MATCH_NUMBER") in o.template.terms for o in outputs)

@@ -85,6 +85,11 @@ class Output:
     final: bool = False
 
 
+def numbered(outputs: list[Output]) -> bool:
+    """Whether an output reads MATCH_NUMBER(): every partition's count of matches is kept."""
+    return any(o.template is not None and Special("MATCH_NUMBER") in o.template.terms for o in outputs)
+
+
 def render_row(argument: exp.Expr, row: str) -> str:
     """A term argument's SQL over the row struct ``row``."""
     def swap(node: exp.Expr) -> exp.Expr:

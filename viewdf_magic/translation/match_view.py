@@ -14,7 +14,7 @@ from .match_compact import compact_plan
 from .match_pattern import automaton
 from .match_query import MatchQuery
 from .match_recompute import Search, recompute_runs_sql, recompute_sql
-from .match_sql import HELPER_COLUMNS, MatchTranslation, numbered, position_slot
+from .match_sql import HELPER_COLUMNS, MatchTranslation, position_slot
 from .match_state import Values
 from .match_terms import Output, Template, read_expression, term_type
 
@@ -117,7 +117,7 @@ def translate_match(name: str, query: MatchQuery, stream: StreamInfo, type_of: C
                 [c for c, _ in columns], keys, query.around)
     states = automaton(query.pattern, query.fragment)
     plan = (f"{PLAN_SETTING}=general was set" if os.environ.get(PLAN_SETTING) == "general" else
-            compact_plan(states, defines, values, search, (skip.kind, skip.variable), query.within,
-                         numbered(outputs)))
+            compact_plan(states, defines, values, search, (skip.kind, skip.variable), query.within, outputs,
+                         query.all_rows))
     return MatchTranslation(name, query, states, stream.name, stream.partition_length, columns, keys, order, defines,
                             values, outputs, recompute_sql(*searched), recompute_runs_sql(*searched), plan)
