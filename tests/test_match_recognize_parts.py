@@ -201,3 +201,26 @@ def test_late_rows_repair_the_automaton_plan(make_warehouse) -> None:
     warehouse.ingest("S", pd.DataFrame([late]))
     assert _by_part(warehouse, "V", 5) == expected(rows + [late]) == _by_part(warehouse, "G", 5)
     assert min(expected(rows + [late])) == 340813440      # the late row's drop ends a match in part 0 now
+
+
+SKIP_WITHOUT_B = "MEASURES COUNT(*) AS n AFTER MATCH SKIP TO LAST B PATTERN (A B? C) DEFINE B AS B.price > 5"
+
+
+@pytest.mark.parametrize("plan", ["automaton", "general"])
+def test_a_skip_that_cannot_resume_stops_the_step(plan: str, make_warehouse) -> None:
+    """AFTER MATCH SKIP TO LAST B after a match without a B row is the standard's error, on either plan, and the
+    step fails with it: no part is written."""
+    start = datetime.datetime(2024, 1, 1)
+    rows = [{"key": "a", "ts": start + datetime.timedelta(seconds=second), "price": float(price), "vol": 1,
+             "id": second} for second, price in enumerate([1, 2, 3])]
+    warehouse = make_warehouse()
+    warehouse.execute(f"CREATE STREAM S ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH 5; SET MAINTENANCE MANUAL")
+    with pytest.MonkeyPatch.context() as patch:
+        if plan == "general":
+            patch.setenv(PLAN_SETTING, "general")
+        [created] = warehouse.run(f"CREATE VIEW V AS {_mr(SKIP_WITHOUT_B)}")
+    assert (plan == "automaton") == ("automaton plan" in created.message)
+    warehouse.ingest("S", pd.DataFrame(rows))
+    with pytest.raises(Exception, match="AFTER MATCH SKIP TO LAST B: no row of the match is mapped to B"):
+        warehouse.execute("STEP ALL")
+    assert warehouse.execute("SELECT * FROM V").empty

@@ -46,8 +46,8 @@ class _Program:
         self.accepts_empty: bool = spec["accepts_empty"]
         self.skip: str = spec["skip"]
         self.skip_variable: int = spec["skip_variable"]
-        self.skip_words: str = spec["skip_words"]
-        self.skip_name: str = spec["skip_name"]
+        self.skip_name: str = spec["skip_name"]         # TO FIRST or TO LAST's variable
+        self.skip_words = f"AFTER MATCH SKIP {self.skip} {self.skip_name}"
         self.within: int | None = spec["within"]
         self.every: bool = spec["every"]
         self.terms: list[tuple[str, int, int]] = [tuple(term) for term in spec["terms"]]   # kind, variable, offset

@@ -267,8 +267,7 @@ def compact_plan(automaton: Automaton, defines: dict[str, Template], values: Val
     tracked = [["count" if isinstance(t, Agg) else t.kind, names.index(t.variable) + 1 if t.variable else 0,
                 t.offset if isinstance(t, Nav) else 0] for t in terms]
     program = {"nodes": nodes, "start": start, "accepts_empty": ACCEPT in automaton.start, "skip": kind,
-               "skip_variable": names.index(variable) + 1 if variable else 0,
-               "skip_words": f"AFTER MATCH SKIP {kind} {variable}", "skip_name": variable or "",
+               "skip_variable": names.index(variable) + 1 if variable else 0, "skip_name": variable or "",
                "within": within, "every": numbered(outputs) or reach > 0, "terms": tracked, "running": running}
     return CompactPlan(tuple(nodes), start, conditions, reach, json.dumps(program, separators=(",", ":")),
                        bool(program["every"]), search, values, terms)
