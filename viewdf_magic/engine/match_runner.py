@@ -50,8 +50,9 @@ class _Program:
         self.skip_words = f"AFTER MATCH SKIP {self.skip} {self.skip_name}"
         self.within: int | None = spec["within"]
         self.every: bool = spec["every"]
-        self.terms: list[tuple[str, int, int]] = [tuple(term) for term in spec["terms"]]   # kind, variable, offset
-        self.running: bool = spec["running"]
+        # the measures' index terms (kind, variable, offset); a view created before they existed has none
+        self.terms: list[tuple[str, int, int]] = [tuple(term) for term in spec.get("terms", [])]
+        self.running: bool = spec.get("running", False)
         # a row starts a search when it meets a start node's condition (or the pattern matches no row)
         self.starts_always = self.accepts_empty or any(self.need[node] == 0 for node in self.start)
         self.starting = [self.need[node] for node in self.start]
