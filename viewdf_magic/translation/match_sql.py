@@ -439,15 +439,19 @@ class MatchTranslation:
                     f"(sc, q) -> {folded})")
             lines.append(f", scanned AS (SELECT {key_list}known, st AS initial, h_out, h_at, sc.out AS done FROM joined "
                          f"LATERAL VIEW explode(array({scan})) AS sc)")
-        beyond = "CAST(__vdf_last + 1 AS bigint)"
-        lines.append(f", segments AS (SELECT {key_list}o.p, o.st, o.out, o.at, coalesce(try_element_at(done, pos + 2).p, "
-                     f"{beyond}) AS next FROM scanned LATERAL VIEW posexplode(done) AS pos, o "
-                     f"UNION ALL SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, h_out AS out, "
-                     f"h_at AS at, coalesce(try_element_at(done, 1).p, {beyond}) AS next FROM scanned WHERE known)")
+        # each CTE below reads the one before it once: Spark inlines a CTE at every reference, and would run the
+        # search again for each
+        initial = _struct([("p", "CAST(__vdf_first - 1 AS bigint)"), ("st", "initial"), ("out", "h_out"),
+                           ("at", "h_at")])
+        entries = f"concat(IF(known, array({initial}), CAST(array() AS array<{part_type}>)), done)"
+        lines.append(f", segments AS (SELECT {key_list}e.p, e.st, e.out, e.at, coalesce(try_element_at(es, pos + 2).p, "
+                     f"CAST(__vdf_last + 1 AS bigint)) AS next FROM (SELECT {key_list}{entries} AS es FROM scanned) AS s "
+                     f"LATERAL VIEW posexplode(es) AS pos, e)")
         # a part without rows keeps the row of the part before it, when that row is stored
-        carried = f"IF(next - 1 >= p + 1 AND ({self._kept('st', 'out')}), sequence(p + 1, next - 1), array())"
-        lines.append(f", steps AS (SELECT {key_list}p, st, out, at FROM segments WHERE p >= __vdf_first "
-                     f"UNION ALL SELECT {key_list}c AS p, st, out, at FROM segments LATERAL VIEW explode({carried}) AS c)")
+        carried = (f"IF(next - 1 >= p + 1 AND ({self._kept('st', 'out')}), sequence(p + 1, next - 1), "
+                   f"CAST(array() AS array<bigint>))")
+        lines.append(f", steps AS (SELECT {key_list}c AS p, st, out, at FROM segments LATERAL VIEW "
+                     f"explode(concat(IF(p >= __vdf_first, array(p), CAST(array() AS array<bigint>)), {carried})) AS c)")
         lines.append(f"SELECT {key_list}st, out, at, p AS __vdf_part FROM steps WHERE {self._kept('st', 'out')}")
         return "\n".join(lines)
 

@@ -380,21 +380,27 @@ class PatternTranslation:
         lines.append(f", starting AS (SELECT {key_list}{initial} AS initial, {start} AS kept, ps FROM joined)")
         lines.append(f", scanned AS (SELECT {key_list}initial, kept, {scan} AS sc FROM starting)")
         after_last = "CAST(__vdf_last + 1 AS bigint)"
-        lines.append(f", emitted AS (SELECT {key_list}o.p AS p, o.n AS n, o.st AS st, o.kept AS kept, "
-                     f"coalesce(try_element_at(sc.out, pos + 2).p, {after_last}) AS next "
-                     f"FROM scanned LATERAL VIEW posexplode(sc.out) AS pos, o)")
         alive = lambda run: [f"size({run}.s{k}) > 0" if fsm.many(k) else f"{run}.s{k} IS NOT NULL"  # noqa: E731
                              for k in stored]
         if carry:
-            lines.append(f", segments AS (SELECT {key_list}p, st, kept, next FROM emitted UNION ALL "
-                         f"SELECT {key_list}CAST(__vdf_first - 1 AS bigint) AS p, initial AS st, kept, "
-                         f"coalesce(try_element_at(sc.out, 1).p, {after_last}) AS next FROM scanned "
-                         f"WHERE {' OR '.join(alive('initial') + ['kept.m IS NOT NULL'])})")
-            lines.append(f", steps AS (SELECT {key_list}p, n, st, kept FROM emitted UNION ALL "
-                         f"SELECT {key_list}c AS p, 0 AS n, st, kept FROM segments LATERAL VIEW explode(IF(next - 1 >= p + 1, "
-                         f"sequence(p + 1, next - 1), CAST(array() AS array<bigint>))) AS c)")
+            # each CTE below reads the one before it once: Spark inlines a CTE at every reference, and would fold
+            # the parts again for each
+            entry_type = f"struct<p:bigint,n:int,st:{state},kept:{kept_type}>"
+            from_helper = f"CAST(named_struct('p', __vdf_first - 1, 'n', 0, 'st', initial, 'kept', kept) AS {entry_type})"
+            entries = (f"concat(IF({' OR '.join(alive('initial') + ['kept.m IS NOT NULL'])}, array({from_helper}), "
+                       f"CAST(array() AS array<{entry_type}>)), sc.out)")
+            lines.append(f", segments AS (SELECT {key_list}e.p, e.n, e.st, e.kept, coalesce(try_element_at(es, pos + 2).p, "
+                         f"{after_last}) AS next FROM (SELECT {key_list}{entries} AS es FROM scanned) AS s "
+                         f"LATERAL VIEW posexplode(es) AS pos, e)")
+            # a part of its own, then the parts without events up to the next (n = 0)
+            own = "IF(p >= __vdf_first, array(named_struct('p', p, 'n', n)), CAST(array() AS array<struct<p:bigint,n:int>>))"
+            after = ("transform(IF(next - 1 >= p + 1, sequence(p + 1, next - 1), CAST(array() AS array<bigint>)), "
+                     "c -> named_struct('p', c, 'n', 0))")
+            lines.append(f", steps AS (SELECT {key_list}c.p, c.n, st, kept FROM segments "
+                         f"LATERAL VIEW explode(concat({own}, {after})) AS c)")
         else:
-            lines.append(f", steps AS (SELECT {key_list}p, n, st FROM emitted)")
+            lines.append(f", steps AS (SELECT {key_list}o.p AS p, o.n AS n, o.st AS st FROM scanned "
+                         f"LATERAL VIEW explode(sc.out) AS o)")
         conditions = alive("st")
         outputs = [f"st.s{k} AS s{k}" for k in stored]
         if carry:
