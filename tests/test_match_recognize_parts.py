@@ -69,6 +69,12 @@ PART_SHAPES = {
     # empty matches, reluctant optional, TO FIRST
     "empty": """MEASURES COUNT(A.price) AS n_a, FIRST(B.id, 1) AS second_b, MATCH_NUMBER() AS m
         AFTER MATCH SKIP PAST LAST ROW PATTERN (A* B??) DEFINE A AS A.price >= 3, B AS B.price = 1""",
+    # aggregates in DEFINE over a row's own variable (MIN), another (SUM, AVG of an integer against an integer),
+    # every row (COUNT(*), MAX), with overlapping alternatives: threads at one state with different aggregates
+    "aggregates": """MEASURES FIRST(id) AS first_id, LAST(id) AS last_id, COUNT(A.*) AS n_a, SUM(B.vol) AS b_vol,
+        MATCH_NUMBER() AS m AFTER MATCH SKIP TO NEXT ROW PATTERN ((A | B){2,4} C)
+        DEFINE A AS A.price >= 2 AND A.vol = MIN(A.vol), B AS B.price <= 3 AND SUM(B.vol) <= 5,
+               C AS C.vol > AVG(A.vol) AND COUNT(*) <= 4 AND (C.price < MAX(price))""",
     # the benchmark's rising runs: LAST(A.price, 1) is the row before while A+ runs, NULL at its start
     "rise": """MEASURES FIRST(A.price) AS start_price, LAST(A.price) AS top, B.id AS b_id, COUNT(*) AS n,
         MATCH_NUMBER() AS m AFTER MATCH SKIP PAST LAST ROW PATTERN (A+ B)
@@ -82,21 +88,40 @@ PART_SHAPES = {
 
 # the plan each shape's Helper gets (translation/match_compact.py): the automaton plan when every DEFINE reads rows
 # at offsets its automaton state fixes, the general fold otherwise, with the reason
-PLANS = {"dips": "because DEFINE C reads an aggregate (AVG) over a variable's rows",
+PLANS = {"dips": "automaton plan", "aggregates": "automaton plan",
          "reluctant": "because a DEFINE reads a row of the match that can be more than 16 rows back (after B)",
          "within": "because a DEFINE reads a row of the match that can be more than 16 rows back (after B)",
          "zigzag": "automaton plan", "greedy_last": "automaton plan", "empty": "automaton plan",
          "rise": "automaton plan", "bounded": "automaton plan"}
 
 
+# aggregates in DEFINE the matcher cannot compare: (view, its MATCH_RECOGNIZE, why it gets the general plan)
+GENERAL = [("scaled", "MEASURES A.id AS a_id PATTERN (A B) DEFINE B AS B.price > 2 * AVG(A.price)",
+            "DEFINE B reads an aggregate over a variable's rows other than in a comparison with a value (such as "
+            "B.price < AVG(A.price)) joined to the rest by AND"),
+           ("either", "MEASURES A.id AS a_id PATTERN (A B) DEFINE B AS B.price > SUM(A.vol) OR B.vol = 1",
+            "DEFINE B reads an aggregate over a variable's rows other than in a comparison"),
+           ("dated", "MEASURES A.id AS a_id PATTERN (A B) DEFINE B AS B.ts > MIN(A.ts)",
+            "in DEFINE B, the value compared with MIN is of type timestamp: the matcher compares integers and "
+            "floating-point numbers only")]
+
+
 def test_each_shape_gets_its_plan(make_warehouse) -> None:
     """CREATE VIEW says which plan a MATCH_RECOGNIZE view gets and why, and EXPLAIN VIEW repeats it."""
     warehouse = make_warehouse("plans")
     warehouse.execute(f"CREATE STREAM S ({SCHEMA}) TIMESTAMP ts PARTITION LENGTH 5")
+    messages = {}
     for shape, plan in PLANS.items():
         [created] = warehouse.run(f"CREATE VIEW {shape} AS {_mr(PART_SHAPES[shape])}")
         assert plan in created.message, (shape, created.message)
-    assert PLANS["dips"] in warehouse.run("EXPLAIN VIEW dips")[-1].detail
+        messages[shape] = created.message
+    # MIN(A.vol), SUM(B.vol), AVG(A.vol), COUNT(*), MAX(price); the arguments vol and price (a row's, whichever its
+    # variable) and the operands A.vol, 5, C.vol, 4, C.price
+    assert "5 aggregates per thread, compared with 7 values per row" in messages["aggregates"]
+    for shape, query, reason in GENERAL:
+        [created] = warehouse.run(f"CREATE VIEW {shape} AS {_mr(query)}")
+        assert f"general plan (each partition's rows folded in Spark SQL), because {reason}" in created.message
+    assert reason in warehouse.run(f"EXPLAIN VIEW {shape}")[-1].detail
 
 
 @st.composite

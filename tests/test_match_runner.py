@@ -54,3 +54,42 @@ def test_a_program_from_before_index_terms_still_runs() -> None:
     [[snapshot]] = _run({**PROGRAM, "skip_words": "AFTER MATCH SKIP PAST LAST ROW None"}, [[A, A, B]])
     [match] = snapshot["out"]
     assert ([cell["i"] for cell in match["path"]], match["t"], match["f"]) == ([1, 2, 3], [], [])
+
+
+def _run_with_values(program: dict, partitions: list[list[tuple[int, tuple]]]) -> list:
+    """As ``_run``, each row a mask and the values its comparisons with aggregates read (c0, c1, ...)."""
+    columns = len(partitions[0][0][1])
+    kind = pa.struct([("m", pa.int64()), ("v", pa.struct([(f"c{k}", pa.float64()) for k in range(columns)]))])
+    rows = [[{"m": mask, "v": {f"c{k}": value for k, value in enumerate(values)}} for mask, values in partition]
+            for partition in partitions]
+    return search(pa.array(rows, pa.list_(kind)), pa.array([None] * len(rows), pa.list_(pa.int64())),
+                  pa.array([[len(partition)] for partition in rows], pa.list_(pa.int32())),
+                  pa.array([0] * len(rows), pa.int32()), pa.array([0] * len(rows), pa.int32()),
+                  pa.array([0] * len(rows), pa.int64()), pa.array([json.dumps(program)] * len(rows))).to_pylist()
+
+
+def _paths(snapshots: list) -> list[list[list[tuple[int, int]]]]:
+    return [[[(cell["i"], cell["v"]) for cell in match["path"]] for match in snapshot["out"]]
+            for snapshot in snapshots]
+
+
+def test_a_define_compared_with_an_average_skips_nulls_and_orders_nan_last() -> None:
+    """PATTERN (A+ B) DEFINE A by its bit, B AS B.x < AVG(A.x): column 0 is x as AVG's argument, column 1 as
+    B's value."""
+    program = {**PROGRAM, "nodes": [[1, 0, [1, 2]], [2, -1, [0], [[1, "<", 0]]]], "aggregates": [["avg", 1, 0]]}
+    nan = float("nan")
+    found = _run_with_values(program, [
+        [(A, (4.0, 4.0)), (A, (None, None)), (0, (2.0, 2.0))],    # AVG(A.x) = 4 over rows 1-2 (NULL skipped): 2 < 4
+        [(A, (3.0, 3.0)), (0, (3.0, 3.0)), (A, (nan, nan)), (0, (9.0, 9.0))],   # 3 < 3 fails; 9 < NaN holds
+        [(A, (None, None)), (0, (1.0, 1.0))]])                 # AVG over no value is NULL: the comparison fails
+    assert [_paths(partition) for partition in found] == [[[[(1, 1), (2, 1), (3, 2)]]], [[[(3, 1), (4, 2)]]], [[]]]
+
+
+def test_threads_at_one_node_with_different_aggregates_are_both_kept() -> None:
+    """PATTERN ((A | B)+ C) DEFINE C AS C.x > COUNT(A.*): row 1 meets A and B. The thread that took it as A prefers
+    C at row 2 but has COUNT(A.*) = 1, so 0.5 > 1 fails; the thread that took it as B reaches the same node with
+    COUNT(A.*) = 0 and matches. Merged by node alone, it would have been dropped."""
+    program = {**PROGRAM, "nodes": [[1, 0, [1, 2, 3]], [2, 1, [1, 2, 3]], [3, -1, [0], [[0, ">", 0]]]],
+               "start": [1, 2], "aggregates": [["rows", 1, -1]]}
+    [found] = _run_with_values(program, [[(A | B, (7.0,)), (0, (0.5,))]])
+    assert _paths(found) == [[[(1, 2), (2, 3)]]]

@@ -9,7 +9,10 @@ cursor by AFTER MATCH SKIP. A thread is a node of the compiled automaton and its
 (row, variable) cells, so a row costs a few integer operations per live thread. Each emitted match also
 carries its measures' index terms (the row a navigation reads, or a count of rows) at its end (``f``) and, when
 a RUNNING measure of ALL ROWS PER MATCH reads them, at each mapped row (``t``, row after row), computed over all
-the batch's matches at once with numpy.
+the batch's matches at once with numpy. A DEFINE that compares a value with an aggregate over a variable's rows
+(``B.price < AVG(A.price)``) is checked here: each row brings the value and the aggregate's argument, each thread
+keeps its aggregates as the general fold's slots (so threads merge only when those are equal too), and SQL's
+rules hold: NULL arguments are skipped, a comparison with NULL fails, NaN equals NaN and exceeds every number.
 
 ``register`` makes ``search`` the SQL function ``viewdf_match_run`` of a session: an Arrow UDF, which reads a
 batch of partitions' masks as Arrow arrays and builds its result as flat Arrow arrays, so no value crosses
@@ -19,6 +22,8 @@ into Python one by one. The module is pickled by value, so executors need no ins
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any, cast
 
@@ -31,6 +36,9 @@ RESULT_TYPE = ("array<struct<cursor:int,end:int,matches:bigint,out:array<struct<
                "path:array<struct<i:int,v:int>>,t:array<int>,f:array<int>>>,error:string>>")
 
 Path = tuple | None          # (row, variable, earlier cells) or None: a thread's rows, newest first
+Thread = tuple[int, Path, tuple]   # node, path, aggregates (one slot per aggregate; an AVG's is (sum, count))
+COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "=": operator.eq,
+           "<>": operator.ne}
 
 
 class _Program:
@@ -42,6 +50,14 @@ class _Program:
         # the bit a node's condition sets in a row's mask (0: the condition always holds)
         self.need: list[int] = [0] + [0 if node[1] < 0 else 1 << node[1] for node in spec["nodes"]]
         self.after: list[list[int]] = [[]] + [node[2] for node in spec["nodes"]]  # 0: ACCEPT
+        # per node, its comparisons with aggregates: (value column, operator, aggregate)
+        self.compared: list[list[tuple[int, Any, int]]] = [[]] + [
+            [(column, COMPARE[op], aggregate) for column, op, aggregate in node[3]] if len(node) > 3 else []
+            for node in spec["nodes"]]
+        # the aggregates a thread keeps: (function, variable or 0 for every row, argument column or -1)
+        self.aggregates: list[tuple[str, int, int]] = [tuple(a) for a in spec.get("aggregates", [])]
+        self.zero: tuple = tuple((None, 0) if function == "avg" else 0 if function in ("rows", "count") else None
+                                 for function, _, _ in self.aggregates)
         self.start: list[int] = spec["start"]
         self.accepts_empty: bool = spec["accepts_empty"]
         self.skip: str = spec["skip"]
@@ -172,7 +188,13 @@ def search(masks: pa.Array, times: pa.Array, counts: pa.Array, begin: pa.Array, 
            matches: pa.Array, text: pa.Array) -> pa.Array:
     """The SQL function: ``run`` for each partition of an Arrow batch."""
     program = _program(text[0].as_py())
-    mask_values, mask_offsets = masks.values.to_pylist(), masks.offsets.to_pylist()
+    mask_offsets = masks.offsets.to_pylist()
+    rows_values: list[tuple] = []
+    if pa.types.is_struct(masks.type.value_type):        # each row's mask and the values its comparisons read
+        mask_values = masks.values.field("m").to_pylist()
+        rows_values = list(zip(*(column.to_pylist() for column in masks.values.field("v").flatten())))
+    else:
+        mask_values = masks.values.to_pylist()
     timed = times.null_count < len(times)
     time_values, time_offsets = (times.values.to_pylist(), times.offsets.to_pylist()) if timed else ([], [])
     count_values, count_offsets = counts.values.to_pylist(), counts.offsets.to_pylist()
@@ -180,14 +202,16 @@ def search(masks: pa.Array, times: pa.Array, counts: pa.Array, begin: pa.Array, 
     for k, (first, at, done) in enumerate(zip(begin.to_pylist(), cursor.to_pylist(), matches.to_pylist())):
         rows = mask_values[mask_offsets[k]:mask_offsets[k + 1]]
         stamps = time_values[time_offsets[k]:time_offsets[k + 1]] if timed else None
-        run(program, rows, stamps, count_values[count_offsets[k]:count_offsets[k + 1]], first, at, done, snapshots)
+        run(program, rows, stamps, count_values[count_offsets[k]:count_offsets[k + 1]], first, at, done, snapshots,
+            rows_values[mask_offsets[k]:mask_offsets[k + 1]])
         snapshots.partitions.append(len(snapshots.cursor))
     return snapshots.arrow(program)
 
 
 def run(program: _Program, masks: list[int], times: list[int] | None, counts: list[int], begin: int, cursor: int,
-        matches: int, snapshots: _Snapshots) -> None:
-    """Run a partition's rows (their condition ``masks`` and, for WITHIN, ``times`` in microseconds): the rows
+        matches: int, snapshots: _Snapshots, values: Sequence[tuple] = ()) -> None:
+    """Run a partition's rows (their condition ``masks``, the ``values`` their comparisons with aggregates read,
+    and, for WITHIN, ``times`` in microseconds): the rows
     from ``begin`` on are new, in parts of ``counts`` rows; the search resumes at row ``cursor`` (rows before it
     are decided), ``matches`` matches emitted before. A snapshot after each part: the cursor, the rows so far
     (``end``), the matches emitted so far, and the matches emitted in the part (rows numbered from 1). A failing
@@ -207,10 +231,10 @@ def run(program: _Program, masks: list[int], times: list[int] | None, counts: li
                     cursor = row
                     continue
                 searches.append([row, times[row] if times is not None else 0,
-                                 [(node, None) for node in program.start],
+                                 [(node, None, program.zero) for node in program.start],
                                  (None,) if program.accepts_empty else None])
                 for pending in searches:
-                    _advance(program, pending, mask, row, times)
+                    _advance(program, pending, mask, row, times, values[row] if values else ())
                 blocked, kept = False, []
                 for pending in searches:
                     start, _, threads, found = pending
@@ -238,31 +262,81 @@ def run(program: _Program, masks: list[int], times: list[int] | None, counts: li
         snapshots.snapshot(cursor, end, matches, str(failure))
 
 
-def _advance(program: _Program, search: list[Any], mask: int, row: int, times: list[int] | None) -> None:
-    """A search after ``row``: its threads moved in order; the first to accept becomes its match and cuts the
-    threads after it; a thread at a node an earlier thread holds is dropped."""
+def _advance(program: _Program, search: list[Any], mask: int, row: int, times: list[int] | None,
+             values: tuple) -> None:
+    """A search after ``row`` (whose comparisons read ``values``): its threads moved in order; the first to accept
+    becomes its match and cuts the threads after it; a thread at a node an earlier thread holds (with the same
+    aggregates) is dropped."""
     threads = search[2]
     if program.within is not None and times is not None and times[row] - search[1] >= program.within:
         threads = []
-    kept: list[tuple[int, Path]] = []
-    held: set[int] = set()
+    kept: list[Thread] = []
+    held: set = set()
     found = search[3]
-    need, variable, after = program.need, program.variable, program.after
-    for node, path in threads:
+    need, variable, after, compared = program.need, program.variable, program.after, program.compared
+    for node, path, slots in threads:
         if mask & need[node] != need[node]:
             continue
+        if program.aggregates:
+            slots = _aggregated(program, slots, variable[node], values)
+            if not all(_holds(comparison, values[column], _value(program.aggregates[k][0], slots[k]))
+                       for column, comparison, k in compared[node]):
+                continue
         taken = (row, variable[node], path)
         for successor in after[node]:
             if successor == 0:
                 found = (taken,)
                 break
-            if successor not in held:
-                held.add(successor)
-                kept.append((successor, taken))
+            key = (successor, slots) if program.aggregates else successor
+            if key not in held:
+                held.add(key)
+                kept.append((successor, taken, slots))
         else:
             continue
         break
     search[2], search[3] = kept, found
+
+
+def _aggregated(program: _Program, slots: tuple, variable: int, values: tuple) -> tuple:
+    """A thread's aggregates once the row with ``values`` is mapped to ``variable``; NULL arguments are skipped."""
+    updated = list(slots)
+    for k, (function, over, column) in enumerate(program.aggregates):
+        if over and over != variable:
+            continue
+        value = values[column] if column >= 0 else 1
+        if value is None:
+            continue
+        old = updated[k]
+        if function in ("rows", "count"):
+            updated[k] = old + 1
+        elif function == "sum":
+            updated[k] = value if old is None else old + value
+        elif function == "avg":
+            updated[k] = (value if old[0] is None else old[0] + value, old[1] + 1)
+        elif old is None or _holds(operator.lt if function == "min" else operator.gt, value, old):
+            updated[k] = value
+    return tuple(updated)
+
+
+def _value(function: str, slot: Any) -> Any:
+    """An aggregate's value from its slot (AVG divides as Spark's general fold does, in double)."""
+    if function == "avg":
+        total, count = slot
+        return float(total) / count if count else None
+    return slot
+
+
+def _holds(comparison: Any, left: Any, right: Any) -> bool:
+    """``left comparison right`` under SQL's rules for numbers: false when either is NULL, an integer compared
+    with a double compared as a double, NaN equal to NaN and greater than every other number."""
+    if left is None or right is None:
+        return False
+    if isinstance(left, float) or isinstance(right, float):
+        left, right = float(left), float(right)
+        if left != left or right != right:
+            return bool(comparison((left != left, 0.0 if left != left else left),
+                                   (right != right, 0.0 if right != right else right)))
+    return bool(comparison(left, right))
 
 
 def register(spark: Any) -> None:

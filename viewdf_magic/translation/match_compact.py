@@ -14,29 +14,45 @@ end (FINAL). A measure then reads its rows by index, with no pass over the match
 variable's values (``SUM(A.price)``) are evaluated over the path by the batch search's code
 (match_recompute.Search).
 
-A pattern gets the general plan, with the reason, when a DEFINE reads an aggregate over a variable's rows
-(``AVG(A.price)``), a row that can be any distance back (``FIRST(A.price)`` while ``A+`` runs, ``LAST(A.price)``
-after ``B*``), or when it needs more than MAX_CONDITIONS conditions or MAX_NODES nodes.
+A DEFINE may also compare a value with an aggregate over a variable's rows, as a conjunct of its condition
+(``B.price < AVG(A.price) AND ...``). Which rows an aggregate covers depends on the thread, so such a conjunct is
+not a bit: Spark SQL evaluates the value (an *operand*) and the aggregate's argument for every row, and the matcher
+keeps each thread's aggregates (the slots the general fold keeps, match_state.py) and compares.
+
+A pattern gets the general plan, with the reason, when a DEFINE reads an aggregate other than that way, or over
+values that are not integers or floating-point numbers, a row that can be any distance back (``FIRST(A.price)``
+while ``A+`` runs, ``LAST(A.price)`` after ``B*``), or when it needs more than MAX_CONDITIONS conditions or
+MAX_NODES nodes.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from sqlglot import exp
 
 from ..wording import plural
 from .match_pattern import ACCEPT, Automaton
 from .match_recompute import Search
 from .match_state import Values
-from .match_terms import Agg, Nav, Output, Special, Template, Term, numbered, render_row
+from .match_terms import TERM, Agg, Nav, Output, Special, Template, Term, numbered, render_row
 
 MAX_OFFSET = 16          # the farthest row back within a match a DEFINE may read
 MAX_NODES = 2_000        # automaton states x contexts
 MAX_CONDITIONS = 62      # bits of a row's mask (bigint)
 
+COMPARISONS: dict[type[exp.Expr], tuple[str, str]] = {   # operator, and the same with its sides swapped
+    exp.LT: ("<", ">"), exp.LTE: ("<=", ">="), exp.GT: (">", "<"), exp.GTE: (">=", "<="), exp.EQ: ("=", "="),
+    exp.NEQ: ("<>", "<>")}
+PASSED = {"tinyint": "bigint", "smallint": "bigint", "int": "bigint", "bigint": "bigint", "float": "double",
+          "double": "double"}             # the types the matcher compares, as they reach it
+
 Track = tuple[tuple[int, ...], tuple[int, ...], int]     # first rows' offsets, last rows' offsets, rows (capped)
 Context = tuple[Track, ...]                               # one track per variable read (None: all rows)
+Compared = tuple[tuple[int, str, int], ...]               # (value column, operator, aggregate) the matcher checks
+Node = tuple[int, int, tuple[int, ...], Compared]
 
 
 class NotCompact(Exception):
@@ -53,12 +69,25 @@ class Condition:
 
 
 @dataclass(frozen=True)
+class Column:
+    """A value Spark SQL computes for every row, for the matcher: an operand (``operand``, a value at its offsets)
+    or an aggregate's argument over the row (``key``, ``argument``), as ``kind``: bigint, double, or ``present``
+    (1, or NULL when the argument is NULL: what COUNT reads)."""
+
+    kind: str
+    operand: Condition | None = None
+    key: str | None = None
+    argument: exp.Expr | None = field(default=None, compare=False, hash=False)
+
+
+@dataclass(frozen=True)
 class CompactPlan:
     """The compiled automaton: ``nodes`` are (variable index, condition bit or -1 for true, successors with
-    ACCEPT = 0), numbered from 1; ``conditions`` the bits' conditions; ``reach`` the most rows back a condition
-    or measure reads (a partition keeps that many rows before its cursor)."""
+    ACCEPT = 0, comparisons with aggregates), numbered from 1; ``conditions`` the bits' conditions; ``columns``
+    the values each row brings the comparisons; ``reach`` the most rows back a condition or measure reads (a
+    partition keeps that many rows before its cursor)."""
 
-    nodes: tuple[tuple[int, int, tuple[int, ...]], ...]
+    nodes: tuple[Node, ...]
     start: tuple[int, ...]
     conditions: tuple[Condition, ...]
     reach: int
@@ -67,10 +96,14 @@ class CompactPlan:
     search: Search
     values: Values
     terms: tuple[Nav | Agg, ...]  # the index terms the matcher tracks for the measures, in the program's order
+    columns: tuple[Column, ...]
+    aggregates: int               # how many aggregates the matcher keeps per thread
 
     def condition_sql(self, bit: int, row_at: Callable[[int], str]) -> str:
         """The SQL of condition ``bit`` for the row whose row ``k`` back is ``row_at(k)``."""
-        condition = self.conditions[bit]
+        return f"coalesce({self._value_sql(self.conditions[bit], row_at)}, false)"
+
+    def _value_sql(self, condition: Condition, row_at: Callable[[int], str]) -> str:
         offsets = dict(condition.offsets)
 
         def value(term: Term) -> str:
@@ -79,14 +112,33 @@ class CompactPlan:
             offset = offsets[term]
             if offset is None:
                 return f"CAST(NULL AS {self.values.term_type(term)})"
-            assert isinstance(term, Nav)      # aggregates make a pattern general
+            assert isinstance(term, Nav)      # aggregates are compared by the matcher, never rendered here
             return render_row(term.argument, row_at(offset))
-        return f"coalesce({condition.template.render(value)}, false)"
+        return condition.template.render(value)
 
     def mask_sql(self, row_at: Callable[[int], str]) -> str:
         """A row's mask: bit k set when condition k holds."""
         bits = [f"IF({self.condition_sql(k, row_at)}, {1 << k}L, 0L)" for k in range(len(self.conditions))]
         return " | ".join(bits) or "0L"
+
+    def columns_sql(self, row_at: Callable[[int], str]) -> str:
+        """A row's values for the matcher's comparisons (fields c0, c1, ...)."""
+        values = []
+        for k, column in enumerate(self.columns):
+            if column.operand is not None:
+                value = self._value_sql(column.operand, row_at)
+            else:
+                assert column.argument is not None      # an argument column (COUNT(*) needs none)
+                value = render_row(column.argument, row_at(0))
+            typed = (f"IF(({value}) IS NULL, CAST(NULL AS bigint), 1L)" if column.kind == "present"
+                     else f"CAST({value} AS {column.kind})")
+            values.append(f"'c{k}', {typed}")
+        return f"named_struct({', '.join(values)})"
+
+    @property
+    def columns_type(self) -> str:
+        kinds = ",".join(f"c{k}:{'bigint' if c.kind == 'present' else c.kind}" for k, c in enumerate(self.columns))
+        return f"struct<{kinds}>"
 
     def output_value(self, output: Output, all_rows: bool, number: str) -> str:
         """An output column's value for the match ``o`` over the rows ``R``; with ALL ROWS PER MATCH at its mapped
@@ -110,9 +162,11 @@ class CompactPlan:
         return output.template.render(value)
 
     def describe(self) -> str:
+        kept = (f", {plural(self.aggregates, 'aggregate')} per thread, compared with "
+                f"{plural(len(self.columns), 'value')} per row" if self.aggregates else "")
         return (f"automaton plan (every DEFINE reads rows at fixed offsets: {plural(len(self.conditions), 'condition')} "
                 f"evaluated per row as bits, then the search over {plural(len(self.nodes), 'automaton node')} in "
-                f"Python)")
+                f"Python{kept})")
 
 
 def _current(term: Nav, variable: str) -> bool:
@@ -120,14 +174,71 @@ def _current(term: Nav, variable: str) -> bool:
     return term.kind == "last" and term.offset == 0 and term.variable in (None, variable)
 
 
+def _aggregate(template: Template, node: exp.Expr) -> Agg | None:
+    """The aggregate ``node`` is, when it is one (a placeholder, maybe in parentheses)."""
+    node = node.unnest()
+    if isinstance(node, exp.Column) and not node.table and node.name.startswith(TERM):
+        term = template.terms[int(node.name[len(TERM):])]
+        return term if isinstance(term, Agg) else None
+    return None
+
+
+def _reads_aggregate(template: Template, node: exp.Expr) -> bool:
+    return any(_aggregate(template, column) is not None for column in node.find_all(exp.Column))
+
+
+def _conjuncts(node: exp.Expr) -> list[exp.Expr]:
+    node = node.unnest()
+    return _conjuncts(node.left) + _conjuncts(node.right) if isinstance(node, exp.And) else [node]
+
+
+def _passed(kind: str, what: str) -> str:
+    """The type a value of SQL type ``kind`` reaches the matcher as."""
+    if kind not in PASSED:
+        raise NotCompact(f"{what} is of type {kind}: the matcher compares integers and floating-point numbers only")
+    return PASSED[kind]
+
+
+Split = tuple[Template | None, tuple[tuple[Template, str, Agg, str], ...]]
+
+
+def _split(variable: str, template: Template, values: Values) -> Split:
+    """A DEFINE's conjuncts that read no aggregate over a variable's rows, as one template (None: there are none),
+    and each conjunct comparing a value with such an aggregate: (the value, the operator with the aggregate on its
+    right, the aggregate, the type the value reaches the matcher as)."""
+    plain: list[exp.Expr] = []
+    compared: list[tuple[Template, str, Agg, str]] = []
+    for conjunct in _conjuncts(template.tree):
+        if not _reads_aggregate(template, conjunct):
+            plain.append(conjunct)
+            continue
+        operators = COMPARISONS.get(type(conjunct))
+        sides = ([(conjunct.left, conjunct.right, 0), (conjunct.right, conjunct.left, 1)]
+                 if operators and isinstance(conjunct, exp.Binary) else [])
+        for value, other, swapped in sides:
+            aggregate = _aggregate(template, other)
+            if aggregate is not None and not _reads_aggregate(template, value):
+                assert operators is not None
+                operand = Template(value, template.terms)
+                what = f"in DEFINE {variable}, the value compared with {aggregate.function.upper()}"
+                kind = _passed(values.type_of(values.typed_nulls(operand)), what)
+                if aggregate.key is not None and aggregate.function != "count":
+                    _passed(values.argument_type(aggregate.key),
+                            f"in DEFINE {variable}, {aggregate.function.upper()}'s argument")
+                compared.append((operand, operators[swapped], aggregate, kind))
+                break
+        else:
+            raise NotCompact(f"DEFINE {variable} reads an aggregate over a variable's rows other than in a comparison "
+                             f"with a value (such as B.price < AVG(A.price)) joined to the rest by AND")
+    whole = Template(exp.and_(*plain) if len(plain) > 1 else plain[0], template.terms) if plain else None
+    return whole, tuple(compared)
+
+
 def _tracked(defines: dict[str, Template]) -> dict[str | None, tuple[int, int]]:
     """Per variable a DEFINE navigates (None: all rows), how many first rows and last rows it reads."""
     needs: dict[str | None, tuple[int, int]] = {}
     for variable, template in defines.items():
         for term in template.terms:
-            if isinstance(term, Agg):
-                what = "COUNT" if term.argument is None else term.function.upper()
-                raise NotCompact(f"DEFINE {variable} reads an aggregate ({what}) over a variable's rows")
             if isinstance(term, Nav) and not _current(term, variable):
                 first, last = needs.get(term.variable, (0, 0))
                 if term.kind == "first":
@@ -139,13 +250,16 @@ def _tracked(defines: dict[str, Template]) -> dict[str | None, tuple[int, int]]:
 
 
 class _Compiler:
-    def __init__(self, automaton: Automaton, defines: dict[str, Template]) -> None:
-        self.automaton, self.defines = automaton, defines
+    def __init__(self, automaton: Automaton, defines: dict[str, Template], values: Values) -> None:
+        self.automaton, self.defines, self.values = automaton, defines, values
+        self.splits = {variable: _split(variable, template, values) for variable, template in defines.items()}
         self.needs = _tracked(defines)
         self.targets = sorted(self.needs, key=lambda v: (v is not None, v or ""))
         self.nodes: dict[tuple[int, Context], int] = {}
         self.pending: list[tuple[int, Context]] = []
         self.conditions: dict[Condition, int] = {}
+        self.columns: dict[Column, int] = {}
+        self.aggregates: dict[Agg, tuple[int, list[str | int]]] = {}     # -> index, (function, variable, column)
         self.live = self._live()
 
     def _live(self) -> list[set[str | None]]:
@@ -207,13 +321,40 @@ class _Compiler:
         row = first[term.offset] if term.kind == "first" else last[-(term.offset + 1)]
         return row + term.back
 
-    def condition(self, variable: str, context: Context) -> int:
-        template = self.defines.get(variable)
-        if template is None:
-            return -1
+    def at(self, variable: str, template: Template, context: Context) -> Condition:
+        """``template`` in ``variable``'s DEFINE, its terms read at the rows ``context`` places them."""
         offsets = tuple((term, (term.back if _current(term, variable) else self.offset(term, context))
                          if isinstance(term, Nav) else None) for term in template.terms)
-        condition = Condition(variable, template, offsets)
+        return Condition(variable, template, offsets)
+
+    def column(self, column: Column) -> int:
+        return self.columns.setdefault(column, len(self.columns))
+
+    def aggregate(self, aggregate: Agg) -> int:
+        """The index of ``aggregate`` among those the matcher keeps, each as (function, variable index or 0 for
+        every row, the column of its argument or -1 for a row count)."""
+        if aggregate not in self.aggregates:
+            column = -1
+            if aggregate.key is not None:
+                kind = "present" if aggregate.function == "count" else PASSED[self.values.argument_type(aggregate.key)]
+                column = self.column(Column(kind, key=aggregate.key, argument=aggregate.argument))
+            over = list(self.automaton.names).index(aggregate.variable) + 1 if aggregate.variable else 0
+            self.aggregates[aggregate] = (len(self.aggregates), ["rows" if column < 0 else aggregate.function,
+                                                                 over, column])
+        return self.aggregates[aggregate][0]
+
+    def compared(self, variable: str, context: Context) -> Compared:
+        """The comparisons of ``variable``'s DEFINE with aggregates: (value column, operator, aggregate)."""
+        if variable not in self.splits:
+            return ()
+        return tuple((self.column(Column(kind, self.at(variable, operand, context))), operator, self.aggregate(agg))
+                     for operand, operator, agg, kind in self.splits[variable][1])
+
+    def condition(self, variable: str, context: Context) -> int:
+        template = self.splits[variable][0] if variable in self.splits else None
+        if template is None:
+            return -1
+        condition = self.at(variable, template, context)
         if condition not in self.conditions:
             if len(self.conditions) >= MAX_CONDITIONS:
                 raise NotCompact(f"the DEFINE conditions take more than {MAX_CONDITIONS} forms across the pattern's "
@@ -221,10 +362,10 @@ class _Compiler:
             self.conditions[condition] = len(self.conditions)
         return self.conditions[condition]
 
-    def compile(self) -> tuple[list[tuple[int, int, tuple[int, ...]]], tuple[int, ...]]:
+    def compile(self) -> tuple[list[Node], tuple[int, ...]]:
         empty: Context = tuple(((), (), 0) for _ in self.targets)
         start = tuple(self.node(q, empty) for q in self.automaton.start if q != ACCEPT)
-        compiled: dict[int, tuple[int, int, tuple[int, ...]]] = {}
+        compiled: dict[int, Node] = {}
         while self.pending:
             state, context = self.pending.pop(0)
             variable = self.automaton.state_variables[state - 1]
@@ -232,7 +373,8 @@ class _Compiler:
             bit = self.condition(variable, now)
             after = self.automaton.after[state - 1]
             successors = tuple(ACCEPT if q == ACCEPT else self.node(q, self.moved(now, variable, q)) for q in after)
-            compiled[self.nodes[(state, context)]] = (self.automaton.variable_index(state), bit, successors)
+            compiled[self.nodes[(state, context)]] = (self.automaton.variable_index(state), bit, successors,
+                                                      self.compared(variable, now))
         return [compiled[k] for k in range(1, len(compiled) + 1)], start
 
 
@@ -254,20 +396,26 @@ def compact_plan(automaton: Automaton, defines: dict[str, Template], values: Val
                  all_rows: bool) -> CompactPlan | str:
     """The automaton plan of a pattern, or why it gets the general plan."""
     try:
-        compiler = _Compiler(automaton, defines)
+        compiler = _Compiler(automaton, defines, values)
         nodes, start = compiler.compile()
     except NotCompact as reason:
         return str(reason)
     conditions = tuple(sorted(compiler.conditions, key=compiler.conditions.__getitem__))
-    offsets = [offset for c in conditions for _, offset in c.offsets if offset is not None]
+    columns = tuple(sorted(compiler.columns, key=compiler.columns.__getitem__))
+    operands = [c.operand for c in columns if c.operand is not None]
+    offsets = [offset for c in conditions + tuple(operands) for _, offset in c.offsets if offset is not None]
     reach = max([values.depth, *offsets])
     kind, variable = skip
     names = list(automaton.names)
     terms, running = _index_terms(outputs, all_rows)
     tracked = [["count" if isinstance(t, Agg) else t.kind, names.index(t.variable) + 1 if t.variable else 0,
                 t.offset if isinstance(t, Nav) else 0] for t in terms]
-    program = {"nodes": nodes, "start": start, "accepts_empty": ACCEPT in automaton.start, "skip": kind,
+    aggregates = [spec for _, spec in compiler.aggregates.values()]
+    program = {"nodes": [node if node[3] else node[:3] for node in nodes], "start": start,
+               "accepts_empty": ACCEPT in automaton.start, "skip": kind,
                "skip_variable": names.index(variable) + 1 if variable else 0, "skip_name": variable or "",
                "within": within, "every": numbered(outputs) or reach > 0, "terms": tracked, "running": running}
+    if aggregates:
+        program["aggregates"] = aggregates
     return CompactPlan(tuple(nodes), start, conditions, reach, json.dumps(program, separators=(",", ":")),
-                       bool(program["every"]), search, values, terms)
+                       bool(program["every"]), search, values, terms, columns, len(aggregates))

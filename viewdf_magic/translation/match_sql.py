@@ -276,13 +276,16 @@ class MatchTranslation:
                 return "x"
             at = f"size(st.rows) + k + 1 - {back}"
             return f"IF({at} >= 1, element_at(va, {at}), NULL)"
-        masked = f"transform({events}, (x, k) -> named_struct('e', x, 'm', {plan.mask_sql(row_at)}))"
+        columns = f", 'v', {plan.columns_sql(row_at)}" if plan.columns else ""
+        masked = f"transform({events}, (x, k) -> named_struct('e', x, 'm', {plan.mask_sql(row_at)}{columns}))"
         rows = _let(f"concat(transform(st.rows, r -> r.e), {events})", "va", f"concat(st.rows, {masked})")
         timestamp = quote_name(self.order[0])
         times = (f"transform(R, r -> unix_micros(r.e.{timestamp}))" if self.query.within is not None
                  else "CAST(NULL AS array<bigint>)")
         # a partition without new rows takes no step: its masks need not cross into Python
-        masks = "IF(size(R) > size(st.rows), transform(R, r -> r.m), CAST(array() AS array<bigint>))"
+        read, kind = (("named_struct('m', r.m, 'v', r.v)", f"struct<m:bigint,v:{plan.columns_type}>") if plan.columns
+                      else ("r.m", "bigint"))
+        masks = f"IF(size(R) > size(st.rows), transform(R, r -> {read}), CAST(array() AS array<{kind}>))"
         program = plan.program.replace("\\", "\\\\").replace("'", "''")
         return [f", prepared AS (SELECT {self._key_list}{carried}, st, {rows} AS R FROM joined)",
                 f", searched AS (SELECT *, {MATCH_SEARCH}({masks}, {times}, {counts}, size(st.rows), "
@@ -313,7 +316,8 @@ class MatchTranslation:
     @property
     def state_type(self) -> str:
         if self.compact is not None:
-            return f"struct<cursor:int,matches:bigint,rows:array<struct<e:{self.event_type},m:bigint>>>"
+            columns = f",v:{self.compact.columns_type}" if self.compact.columns else ""
+            return f"struct<cursor:int,matches:bigint,rows:array<struct<e:{self.event_type},m:bigint{columns}>>>"
         return (f"struct<n:bigint,cursor:bigint,matches:bigint,recent:array<{self.event_type}>,"
                 f"searches:array<{self.search_type}>>")
 
