@@ -2,11 +2,12 @@
 in 28-day parts, as notebook 07 has them.
 
 Each round opens a warehouse per plan (the automaton plan, then the general one, in alternating order), creates
-notebook 07's ``Runs`` view (``PATTERN (A B+)``, B rising by ``PREV``), ingests 2009's 13 parts in one batch (one
-range step) and then each part of 2010 on its own (one step per part), and reports the wall and CPU-seconds of
-the range ingest and the median per-part ingest. The first round includes each session's first call of the
-automaton plan's Python workers; later rounds show the steady state.
-``python -m benchmarks.match_recognize_small --rounds 3``
+one view (``--view``: notebook 07's ``Runs``, ``PATTERN (A B+)`` with B rising by ``PREV``; or ``Rally``, a rise
+then a month below the rise's average, an AVG in DEFINE), ingests 2009's 13 parts in one batch (one range step)
+and then each part of 2010 on its own (one step per part), and reports the wall and CPU-seconds of the range
+ingest and the median per-part ingest. The first round includes each session's first call of the automaton
+plan's Python workers; later rounds show the steady state.
+``python -m benchmarks.match_recognize_small --rounds 3 [--view rally]``
 """
 
 from __future__ import annotations
@@ -28,6 +29,11 @@ from .common import bench_session, measuring, median
 RUNS = """CREATE VIEW Runs AS SELECT * FROM Stocks MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY date
   MEASURES FIRST(A.date) AS since, COUNT(*) AS months, A.price AS low, LAST(B.price) AS high, MATCH_NUMBER() AS run
   ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+) DEFINE B AS B.price > PREV(B.price))"""
+RALLY = """CREATE VIEW Rally AS SELECT * FROM Stocks MATCH_RECOGNIZE (PARTITION BY symbol ORDER BY date
+  MEASURES FIRST(B.date) AS since, AVG(B.price) AS average, C.price AS below, C.date AS fell
+  ONE ROW PER MATCH AFTER MATCH SKIP PAST LAST ROW PATTERN (A B+ C)
+  DEFINE B AS B.price > PREV(B.price), C AS C.price < AVG(B.price))"""
+VIEWS = {"runs": RUNS, "rally": RALLY}
 
 
 def measured(spark: SparkSession, action: Callable[[], object]) -> tuple[float, float]:
@@ -39,6 +45,7 @@ def measured(spark: SparkSession, action: Callable[[], object]) -> tuple[float, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--view", choices=sorted(VIEWS), default="runs")
     args = parser.parse_args()
     spark = bench_session(**{"spark.sql.shuffle.partitions": "2"})
     stocks = data.stocks().sort_values(["symbol", "date"]).reset_index(drop=True)
@@ -54,7 +61,7 @@ def main() -> None:
             if plan == "general":
                 os.environ[PLAN_SETTING] = "general"
             try:
-                warehouse.execute(RUNS)
+                warehouse.execute(VIEWS[args.view])
             finally:
                 os.environ.pop(PLAN_SETTING, None)
             seconds, cpu = measured(spark, lambda: warehouse.ingest("Stocks", history))

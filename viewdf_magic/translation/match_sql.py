@@ -33,6 +33,7 @@ from .match_pattern import ACCEPT, Automaton
 from .match_query import MatchQuery
 from .match_state import Current, Slot, Values
 from .match_terms import Output, Template, numbered
+from .range_segments import segments_sql
 from .viewdf_text import viewdf_text
 
 
@@ -448,9 +449,7 @@ class MatchTranslation:
         initial = _struct([("p", "CAST(__vdf_first - 1 AS bigint)"), ("st", "initial"), ("out", "h_out"),
                            ("at", "h_at")])
         entries = f"concat(IF(known, array({initial}), CAST(array() AS array<{part_type}>)), done)"
-        lines.append(f", segments AS (SELECT {key_list}e.p, e.st, e.out, e.at, coalesce(try_element_at(es, pos + 2).p, "
-                     f"CAST(__vdf_last + 1 AS bigint)) AS next FROM (SELECT {key_list}{entries} AS es FROM scanned) AS s "
-                     f"LATERAL VIEW posexplode(es) AS pos, e)")
+        lines.append(segments_sql(key_list, ("p", "st", "out", "at"), entries))
         # a part without rows keeps the row of the part before it, when that row is stored
         carried = (f"IF(next - 1 >= p + 1 AND ({self._kept('st', 'out')}), sequence(p + 1, next - 1), "
                    f"CAST(array() AS array<bigint>))")

@@ -30,6 +30,7 @@ from typing import Callable
 
 from .pattern_direct import direct_runs_sql, direct_sql
 from .pattern_fsm import LENGTH, PatternFSM, render
+from .range_segments import segments_sql
 from ..language.tokens import quote_name
 
 Field = Callable[[str], str]       # field name -> SQL reading it from a run
@@ -379,7 +380,6 @@ class PatternTranslation:
                 f"o -> named_struct('last', q.p, 'st', nx, 'kept', o.kept, 'out', concat(sc.out, array(o))))[0])[0])[0])")
         lines.append(f", starting AS (SELECT {key_list}{initial} AS initial, {start} AS kept, ps FROM joined)")
         lines.append(f", scanned AS (SELECT {key_list}initial, kept, {scan} AS sc FROM starting)")
-        after_last = "CAST(__vdf_last + 1 AS bigint)"
         alive = lambda run: [f"size({run}.s{k}) > 0" if fsm.many(k) else f"{run}.s{k} IS NOT NULL"  # noqa: E731
                              for k in stored]
         if carry:
@@ -389,9 +389,7 @@ class PatternTranslation:
             from_helper = f"CAST(named_struct('p', __vdf_first - 1, 'n', 0, 'st', initial, 'kept', kept) AS {entry_type})"
             entries = (f"concat(IF({' OR '.join(alive('initial') + ['kept.m IS NOT NULL'])}, array({from_helper}), "
                        f"CAST(array() AS array<{entry_type}>)), sc.out)")
-            lines.append(f", segments AS (SELECT {key_list}e.p, e.n, e.st, e.kept, coalesce(try_element_at(es, pos + 2).p, "
-                         f"{after_last}) AS next FROM (SELECT {key_list}{entries} AS es FROM scanned) AS s "
-                         f"LATERAL VIEW posexplode(es) AS pos, e)")
+            lines.append(segments_sql(key_list, ("p", "n", "st", "kept"), entries))
             # a part of its own, then the parts without events up to the next (n = 0)
             own = "IF(p >= __vdf_first, array(named_struct('p', p, 'n', n)), CAST(array() AS array<struct<p:bigint,n:int>>))"
             after = ("transform(IF(next - 1 >= p + 1, sequence(p + 1, next - 1), CAST(array() AS array<bigint>)), "
