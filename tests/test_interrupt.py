@@ -193,6 +193,28 @@ def test_interrupted_step_all_keeps_the_range_steps_it_published(spark, make_war
     assert warehouse.execute("SELECT sum(x) AS total FROM R")["total"].tolist() == [sum(range(minutes))]
 
 
+def test_step_all_finishes_a_repair_that_an_interrupt_left_pending(spark, make_warehouse, monkeypatch):
+    """A late row's ingest interrupted after its stream part is published, before the repair it started
+    recomputed the view: STEP ALL recomputes the stale part (as a Structured Streaming query stopped mid-batch
+    leaves it)."""
+    warehouse = make_warehouse()
+    warehouse.run(f"{STREAM_DDL}; {HEAVY_VIEW_DDL}; {insert(3)}")
+    repairer = warehouse.engine.repairer
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+    monkeypatch.setattr(repairer, "run", interrupted)
+    with pytest.raises(Interrupted, match="^Interrupted: kept 1 stream part"):
+        warehouse.run(f"INSERT INTO S VALUES (TIMESTAMP '{START + pd.Timedelta(seconds=30)}', 100)")
+    monkeypatch.undo()
+    assert repairer.pending
+    assert warehouse.execute("SELECT x FROM R ORDER BY x")["x"].tolist() == [0, 1, 2]     # the part is stale
+    [repaired] = warehouse.run("STEP ALL")
+    assert repaired.message == "Computed 1 view part."
+    assert not repairer.pending
+    assert warehouse.execute("SELECT x FROM R ORDER BY x")["x"].tolist() == [0, 1, 2, 100]
+
+
 class Kernel:
     """An IPython kernel driven cell by cell, as a notebook front end drives it."""
 

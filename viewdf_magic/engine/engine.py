@@ -190,13 +190,18 @@ class Engine:
     def step(self, view: str | None = None, n: int | None = 1, plan: bool = False) -> list[StepReport]:
         """Compute the next ready part (or ``n`` parts; all with ``n=None``) in dependency order.
 
-        With ``view``, compute that view's next part; it is an error if it is not ready.
+        With ``view``, compute that view's next part; it is an error if it is not ready. Computing all
+        (STEP ALL) first finishes a late-data repair that an interrupted statement left pending, so the parts
+        it left stale are recomputed too.
         """
         with self.writing():
             definition = self.require(view, ("view",)) if view else None
+            repaired = self.maintain() if n is None and not plan and self.repairer.pending else []
             if definition is not None and self.maintainer.next_step(definition) is None:
+                if repaired:
+                    return repaired
                 raise ViewDFError(self.not_ready(definition))
-            return self.maintainer.step(definition, n, plan)
+            return repaired + self.maintainer.step(definition, n, plan)
 
     def maintain(self) -> list[StepReport]:
         """Repair view parts that late data changed (in any mode), then, in auto mode, compute
