@@ -15,7 +15,14 @@ run's wall time and the CPU-seconds of its whole process tree (the CLI, its JVM,
 the definitions' child process), measured as tools/tree_cpu.py does. At the end both systems' `Recent` and
 `busy` rows must be equal, and a PNG plots run time and CPU against the run number.
 
-    python -m benchmarks.pipelines                 # 50 runs of each (about two hours on 2 cores)
+`--server` says where the runs execute:
+* per-run (the command's default): each `spark-pipelines run` starts a Spark Connect server of its own, on a
+  cold JVM, and stops it at the end;
+* lasting: each system has one long-lived Spark Connect server (`spark-pipelines --remote`), as a deployment
+  has, and a run's CPU-seconds include what that server used during the run.
+
+    python -m benchmarks.pipelines                 # 50 runs of each, per-run servers (about two hours on 2 cores)
+    python -m benchmarks.pipelines --server lasting --runs 50
     python -m benchmarks.pipelines --runs 3 --plot /tmp/pipelines.png     # a smoke run
 """
 
@@ -28,20 +35,22 @@ import os
 import re
 import resource
 import shutil
-import signal
 import socket
-import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from viewdf_magic.storage.data_source import ViewDFDataSource
+from viewdf_magic.deploy.connect_server import ConnectServer
+from viewdf_magic.deploy.pipeline_runs import land_csv, lasting_catalog, run_pipeline
+from viewdf_magic.storage.data_source import published_rows
+
+from .process_cpu import children, tree_cpu_seconds
 
 ROOT = Path(__file__).parents[1]
 EXAMPLE = ROOT / "examples" / "pipelines"
@@ -51,10 +60,6 @@ PR_SET_CHILD_SUBREAPER = 36
 # in the pipeline's folder. Each run starts its own Spark Connect server, on the default port.
 SUBMIT_OPTIONS = ("--conf", "spark.sql.catalogImplementation=hive")
 CONNECT_PORT = 15002
-# PySpark 4.3.0's pipeline client stops on observed metrics sent after a run with a Python data source
-# (SPARK-59135): the run completed, the command exits 1.
-KNOWN_CLIENT_BUG = re.compile(r"UNKNOWN_RESPONSE\] Unknown response: Plan observed\(__python_accumulator__")
-
 # The same pipeline with `Recent` a plain materialized view: every minute's window, recomputed from `events`.
 PLAIN = '''
 import os
@@ -74,12 +79,14 @@ def events():
 
 @dp.materialized_view
 def recent():
+    # each row counts in the windows of its minute and the two after it (one hash aggregation, no join),
+    # up to the stream's last minute
     return spark.sql("""
-        WITH e AS (SELECT src, x, CAST(floor(unix_timestamp(ts) / 60) AS BIGINT) AS minute FROM events),
-             parts AS (SELECT explode(sequence(min(minute), max(minute))) AS j FROM e)
-        SELECT e.src, sum(e.x) AS total, count(*) AS n, timestamp_seconds(p.j * 60) AS PART_TIMESTAMP
-        FROM parts AS p JOIN e ON e.minute > p.j - 3 AND e.minute <= p.j
-        GROUP BY p.j, e.src HAVING count(*) >= 2""")
+        WITH e AS (SELECT src, x, CAST(floor(unix_timestamp(ts) / 60) AS BIGINT) AS minute FROM events)
+        SELECT src, sum(x) AS total, count(*) AS n, timestamp_seconds(j * 60) AS PART_TIMESTAMP
+        FROM (SELECT src, x, minute + k AS j FROM e LATERAL VIEW explode(array(0, 1, 2)) ks AS k)
+        WHERE j <= (SELECT max(minute) FROM e)
+        GROUP BY j, src HAVING count(*) >= 2""")
 
 
 @dp.materialized_view
@@ -116,55 +123,31 @@ def prepare(folder: Path, storage: Path, transformation: str | None) -> None:
     (folder / "landing").mkdir()
 
 
-def land(folder: Path, name: str, rows: pd.DataFrame) -> None:
-    """A CSV file written aside, then moved into the landing folder whole."""
-    aside = folder / f".{name}"
-    rows.to_csv(aside, index=False, date_format="%Y-%m-%d %H:%M:%S")
-    os.replace(aside, folder / "landing" / name)
+def timed_run(folder: Path, server: ConnectServer | None, servers: set[int]) -> tuple[float, float]:
+    """``spark-pipelines run`` in ``folder``, against ``server`` or (None) a server of its own: the run's wall
+    seconds, and the CPU-seconds of the command's process tree plus, with ``server``, the server's. ``servers``:
+    the process ids of the lasting servers (this process's children, not the run's)."""
+    def server_cpu() -> float:
+        return tree_cpu_seconds(server.process.pid) if server is not None and server.process is not None else 0.0
 
-
-def run_pipeline(folder: Path) -> tuple[float, float]:
-    """``spark-pipelines run`` in ``folder``: its wall seconds and its process tree's CPU-seconds. Raises
-    unless the run completed."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SPARK_")}
-    env.update(PYSPARK_PYTHON=sys.executable, PATH=f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}")
-    command = [str(Path(sys.executable).parent / "spark-pipelines"), *SUBMIT_OPTIONS, "run"]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.monotonic()
-    child = subprocess.Popen(command, cwd=folder, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, start_new_session=True)
-    try:
-        output, _ = child.communicate(timeout=1800)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)       # the CLI, its JVMs and Python workers
-        output, _ = child.communicate()
+    before, started, served = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic(), server_cpu()
+    run_pipeline(folder, server.url if server else None, () if server else SUBMIT_OPTIONS)
     wall = time.monotonic() - started
-    while True:                       # the orphans this process adopted (tools/tree_cpu.py)
-        try:
-            os.wait()
-        except ChildProcessError:
-            break
+    while orphans := [pid for pid in children(os.getpid()) if pid not in servers]:   # adopted (tools/tree_cpu.py)
+        for pid in orphans:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if "Run is COMPLETED" not in output or not (child.returncode == 0 or KNOWN_CLIENT_BUG.search(output)):
-        raise RuntimeError(f"spark-pipelines run failed in {folder} (exit code {child.returncode}):\n{output[-6000:]}")
-    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime) + server_cpu() - served
     return wall, cpu
 
 
-def view_rows(warehouse: Path, name: str) -> pd.DataFrame:
-    """Every stored row of a ViewDF view, read with the ``viewdf`` data source's reader (pyarrow, no Spark)."""
-    source = ViewDFDataSource({"path": str(warehouse / name)})
-    reader = source.reader(source.schema())
-    tables = [pa.Table.from_batches(list(reader.read(partition))) for partition in reader.partitions()]
-    return _naive(pa.concat_tables([t for t in tables if t.num_rows] or tables[:1]).to_pandas())
-
-
 def table_rows(folder: Path, name: str) -> pd.DataFrame:
-    """The rows of a materialized view of the pipeline (Parquet in its spark-warehouse folder)."""
-    return _naive(pq.read_table(folder / "spark-warehouse" / name).to_pandas())
-
-
-def _naive(frame: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a materialized view of the pipeline (Parquet in its spark-warehouse folder), timestamps
+    without a zone."""
+    frame = pq.read_table(folder / "spark-warehouse" / name).to_pandas()
     for column in frame.select_dtypes("datetimetz"):
         frame[column] = frame[column].dt.tz_localize(None)
     return frame
@@ -210,12 +193,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="the PNG to write (default: docs/figures/pipelines-runs.png)")
     parser.add_argument("--csv", type=Path, help="also write each run's times to this CSV file")
     parser.add_argument("--workdir", type=Path, help="keep the pipelines' folders here (default: a temporary folder)")
+    parser.add_argument("--server", choices=["per-run", "lasting"], default="per-run",
+                        help="per-run: each `spark-pipelines run` starts its own Spark Connect server, as the command "
+                             "does by default; lasting: each system's runs go to one long-lived server of its own "
+                             "(--remote), as in a deployment (default: %(default)s)")
     args = parser.parse_args(argv)
-    with socket.socket() as probe:
-        if probe.connect_ex(("127.0.0.1", CONNECT_PORT)) == 0:
-            parser.error(f"port {CONNECT_PORT} is in use: each run's Spark Connect server needs it")
+    if args.server == "per-run":
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", CONNECT_PORT)) == 0:
+                parser.error(f"port {CONNECT_PORT} is in use: each run's Spark Connect server needs it")
     if ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER) failed")
+    os.environ["PYSPARK_PYTHON"] = sys.executable        # the lasting servers' Python workers need viewdf_magic
 
     work = args.workdir or Path(tempfile.mkdtemp(prefix="viewdf-pipelines-"))
     folders = {"viewdf": work / "viewdf", "plain": work / "plain"}
@@ -223,18 +212,23 @@ def main(argv: list[str] | None = None) -> int:
         prepare(folder, work / f"{system}-storage", PLAIN if system == "plain" else None)
     runs: list[Run] = []
     landed = 0
-    for number in range(args.runs):
-        rows = batch(number, args.minutes, args.sources)
-        landed += len(rows)
-        order = list(folders.items())
-        for system, folder in order if number % 2 == 0 else order[::-1]:     # each system first every other run
-            land(folder, f"batch-{number:04d}.csv", rows)
-            wall, cpu = run_pipeline(folder)
-            runs.append(Run(system, number + 1, landed, wall, cpu))
-            print(f"run {number + 1:3d} {system:6s} {landed:8,d} rows  {wall:6.1f} s  {cpu:6.1f} CPU-s", flush=True)
+    with ExitStack() as servers:
+        lasting = {system: servers.enter_context(ConnectServer(conf=lasting_catalog(folder),
+                                                               log_dir=str(work / f"{system}-connect-logs")))
+                   for system, folder in folders.items()} if args.server == "lasting" else {}
+        pids = {server.process.pid for server in lasting.values() if server.process is not None}
+        for number in range(args.runs):
+            rows = batch(number, args.minutes, args.sources)
+            landed += len(rows)
+            order = list(folders.items())
+            for system, folder in order if number % 2 == 0 else order[::-1]:     # each system first every other run
+                land_csv(folder, f"batch-{number:04d}.csv", rows)
+                wall, cpu = timed_run(folder, lasting.get(system), pids)
+                runs.append(Run(system, number + 1, landed, wall, cpu))
+                print(f"run {number + 1:3d} {system:6s} {landed:8,d} rows  {wall:6.1f} s  {cpu:6.1f} CPU-s", flush=True)
 
-    recent_equal = same_rows(view_rows(folders["viewdf"] / "warehouse", "Recent"), table_rows(folders["plain"], "recent"),
-                             ["src", "total", "n", "PART_TIMESTAMP"])
+    recent_equal = same_rows(published_rows(str(folders["viewdf"] / "warehouse" / "Recent")),
+                             table_rows(folders["plain"], "recent"), ["src", "total", "n", "PART_TIMESTAMP"])
     busy_equal = same_rows(table_rows(folders["viewdf"], "busy"), table_rows(folders["plain"], "busy"),
                            ["src", "peak", "windows"])
     print(f"Recent rows equal: {recent_equal}; busy rows equal: {busy_equal}")

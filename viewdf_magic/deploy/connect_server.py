@@ -48,6 +48,7 @@ class ConnectServer:
             command += ["--conf", f"{key}={value}"]
         env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(self.log_dir),
                "SPARK_PID_DIR": str(self.log_dir)}
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.log = self.log_dir / "server.log"
         with open(self.log, "wb") as out:
             self.process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -31,6 +31,9 @@ from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta, Slice
 from ..errors import ViewDFError
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 FORMAT = "viewdf"
 
@@ -189,3 +192,18 @@ def _scan_rows(scan: ScanPartition) -> Iterator[pa.Table]:
         for target in targets:         # a part that carries part ``source``'s rows over unchanged
             at = pa.array([target * scan.length * 1_000_000] * rows.num_rows, pa.int64()).cast(stamp)
             yield rows.set_column(rows.schema.get_field_index(PART_TIMESTAMP), PART_TIMESTAMP, at)
+
+
+def published_rows(location: str) -> "pd.DataFrame":
+    """Every published row of the stream or view at ``location`` (``<warehouse>/<name>``), as the ``viewdf``
+    reader gives them, read with pyarrow in this process (no Spark); timestamps without a zone, as ViewDF's are
+    (UTC)."""
+    source = ViewDFDataSource({"path": location})
+    schema = source.schema()
+    reader = source.reader(schema)
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    frame = pa.concat_tables([pa.Table.from_batches(list(reader.read(partition)), schema=arrow)
+                              for partition in reader.partitions()]).to_pandas()
+    for column in frame.select_dtypes("datetimetz"):
+        frame[column] = frame[column].dt.tz_localize(None)
+    return frame
