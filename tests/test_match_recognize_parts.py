@@ -121,7 +121,9 @@ def test_each_shape_gets_its_plan(make_warehouse) -> None:
     for shape, query, reason in GENERAL:
         [created] = warehouse.run(f"CREATE VIEW {shape} AS {_mr(query)}")
         assert f"general plan (each partition's rows folded in Spark SQL), because {reason}" in created.message
-    assert reason in warehouse.run(f"EXPLAIN VIEW {shape}")[-1].detail
+        assert reason in warehouse.run(f"EXPLAIN VIEW {shape}")[-1].detail, shape
+    for shape, plan in PLANS.items():
+        assert plan in warehouse.run(f"EXPLAIN VIEW {shape}")[-1].detail, shape
 
 
 @st.composite

@@ -274,12 +274,13 @@ def _advance(program: _Program, search: list[Any], mask: int, row: int, times: l
     held: set = set()
     found = search[3]
     need, variable, after, compared = program.need, program.variable, program.after, program.compared
+    aggregates = program.aggregates
     for node, path, slots in threads:
         if mask & need[node] != need[node]:
             continue
-        if program.aggregates:
+        if aggregates:
             slots = _aggregated(program, slots, variable[node], values)
-            if not all(_holds(comparison, values[column], _value(program.aggregates[k][0], slots[k]))
+            if not all(_holds(comparison, values[column], _value(aggregates[k][0], slots[k]))
                        for column, comparison, k in compared[node]):
                 continue
         taken = (row, variable[node], path)
@@ -287,7 +288,7 @@ def _advance(program: _Program, search: list[Any], mask: int, row: int, times: l
             if successor == 0:
                 found = (taken,)
                 break
-            key = (successor, slots) if program.aggregates else successor
+            key = (successor, slots) if aggregates else successor
             if key not in held:
                 held.add(key)
                 kept.append((successor, taken, slots))

@@ -37,7 +37,7 @@ from ..wording import plural
 from .match_pattern import ACCEPT, Automaton
 from .match_recompute import Search
 from .match_state import Values
-from .match_terms import TERM, Agg, Nav, Output, Special, Template, Term, numbered, render_row
+from .match_terms import Agg, Nav, Output, Special, Template, Term, numbered, render_row
 
 MAX_OFFSET = 16          # the farthest row back within a match a DEFINE may read
 MAX_NODES = 2_000        # automaton states x contexts
@@ -176,11 +176,8 @@ def _current(term: Nav, variable: str) -> bool:
 
 def _aggregate(template: Template, node: exp.Expr) -> Agg | None:
     """The aggregate ``node`` is, when it is one (a placeholder, maybe in parentheses)."""
-    node = node.unnest()
-    if isinstance(node, exp.Column) and not node.table and node.name.startswith(TERM):
-        term = template.terms[int(node.name[len(TERM):])]
-        return term if isinstance(term, Agg) else None
-    return None
+    term = template.term_at(node.unnest())
+    return term if isinstance(term, Agg) else None
 
 
 def _reads_aggregate(template: Template, node: exp.Expr) -> bool:

@@ -65,12 +65,17 @@ class Template:
     tree: exp.Expr
     terms: tuple[Term, ...]
 
+    def term_at(self, node: exp.Expr) -> Term | None:
+        """The term ``node`` stands for, when it is a placeholder."""
+        if isinstance(node, exp.Column) and not node.table and node.name.startswith(TERM):
+            return self.terms[int(node.name[len(TERM):])]
+        return None
+
     def render(self, value: Callable[[Term], str]) -> str:
         """Spark SQL with each term given by ``value``."""
         def swap(node: exp.Expr) -> exp.Expr:
-            if isinstance(node, exp.Column) and not node.table and node.name.startswith(TERM):
-                return exp.Var(this=f"({value(self.terms[int(node.name[len(TERM):])])})")
-            return node
+            term = self.term_at(node)
+            return node if term is None else exp.Var(this=f"({value(term)})")
         return self.tree.transform(swap).sql(dialect="spark")
 
 
