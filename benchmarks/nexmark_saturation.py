@@ -157,9 +157,9 @@ def table(rows: list[Throughput]) -> str:
     header = ("query", "system", "cores", "seconds", "of which set-up", "events/s", "lowest-highest",
               "events/s per core", "events per CPU-s", "rounds", "equal")
     lines = [header] + [(r.query, r.system, str(r.cores), f"{r.seconds:.2f}",
-                         "-" if r.setup_seconds is None else f"{r.setup_seconds:.2f}", f"{r.events_per_second:.0f}",
-                         f"{r.lowest:.0f}-{r.highest:.0f}", f"{r.events_per_core_second:.0f}",
-                         "-" if r.events_per_cpu_second is None else f"{r.events_per_cpu_second:.0f}",
+                         "-" if r.setup_seconds is None else f"{r.setup_seconds:.2f}", f"{r.events_per_second:.1f}",
+                         f"{r.lowest:.1f}-{r.highest:.1f}", f"{r.events_per_core_second:.1f}",
+                         "-" if r.events_per_cpu_second is None else f"{r.events_per_cpu_second:.1f}",
                          str(r.rounds), {True: "yes", False: "NO", None: "-"}[r.equal]) for r in rows]
     return aligned(lines, 2)
 
