@@ -10,7 +10,11 @@ import pytest
 from pyspark.sql.datasource import GreaterThanOrEqual, LessThan
 from pyspark.sql.types import StructType
 
-from test_late_data import PATTERN_VIEW, WINDOW_VIEW, batch
+from oracles import long_runs, loss_runs, non_empty, rows_by_part
+from oracles import rows as oracle_rows
+from pattern_oracle import Agg, Cmp, Const, Pattern, Ref, expected
+from test_late_data import WINDOW_VIEW, batch
+from window_oracle import aggregate, window_parts
 
 from viewdf_magic.errors import ViewDFError
 from viewdf_magic.network_example import NETWORK_DDL
@@ -19,30 +23,61 @@ from viewdf_magic.timeparts import subscript_of
 
 FIRST = subscript_of(pd.Timestamp("2015-01-01 10:00"), 60)
 OBJECTS = ["M", "Helper", "View2", "Recent", "Rising"]      # a stream, hand-written, window and pattern views
+COLUMNS = {"M": ["ts", "src", "dest", "loss"], "Helper": ["src", "dest", "ct", "sum_loss"],
+           "View2": ["src", "dest", "ct", "sum_loss"], "Recent": ["src", "total", "peak", "n"],
+           "Rising": ["src", "dest", "ct", "total"]}
+# test_late_data's PATTERN_VIEW, written for the pattern oracle
+RISING = Pattern((("a", False), ("b", True)),
+                 (Cmp(">", Ref("a", "cur", "loss"), Const(10)), Cmp(">", Ref("b", "cur", "loss"), Ref("a", "cur", "loss"))),
+                 (("src", Ref(None, "cur", "src")), ("dest", Ref(None, "cur", "dest")),
+                  ("ct", Agg("count*", None, "")), ("total", Agg("sum", None, "loss"))), ("src", "dest"))
 
 
 def rows(frame: pd.DataFrame) -> list[tuple]:
     return sorted(map(str, frame.itertuples(index=False)))
 
 
+def expected_parts(name: str, stream: pd.DataFrame) -> dict[pd.Timestamp, list[tuple]]:
+    """Object ``name``'s rows per part, recomputed from the stream's rows by the tests' pandas oracles."""
+    if name == "M":
+        return rows_by_part(stream.assign(PART_TIMESTAMP=stream.ts.dt.floor("min")), COLUMNS[name])
+    if name == "Helper":
+        return non_empty(loss_runs(stream))
+    if name == "View2":
+        return non_empty(long_runs(loss_runs(stream)))
+    if name == "Recent":
+        return non_empty({start: oracle_rows(aggregate(window, ["src"]), COLUMNS[name])
+                          for start, window in window_parts(stream, 60, 180, 60)})
+    return expected(stream, RISING)
+
+
+def read_parts(spark, warehouse, name: str) -> dict[pd.Timestamp, list[tuple]]:
+    """What ``format("viewdf")`` reads of ``name``, per part."""
+    read = spark.read.format("viewdf").load(f"{warehouse.path}/{name}")
+    assert read.columns == [*COLUMNS[name], "PART_TIMESTAMP"], name
+    return rows_by_part(read.toPandas(), COLUMNS[name])
+
+
 def test_any_spark_job_reads_what_the_warehouse_published(spark, warehouse):
-    for statement in (NETWORK_DDL, WINDOW_VIEW, PATTERN_VIEW):
+    for statement in (NETWORK_DDL, WINDOW_VIEW, RISING.sql("Rising")):
         warehouse.execute(statement)
     warehouse.execute("LOAD 'examples/measurements.csv' INTO M")
+    stream = pd.read_csv("examples/measurements.csv", parse_dates=["ts"])
     for name in OBJECTS:
-        read = spark.read.format("viewdf").load(f"{warehouse.path}/{name}")
-        assert read.columns[-1] == "PART_TIMESTAMP"
-        assert rows(read.toPandas()) == rows(warehouse.execute(f"SELECT * FROM {name}")), name
+        assert read_parts(spark, warehouse, name) == expected_parts(name, stream), name
     # a DataFrame reads the parts published when it was made; a new one sees later parts and repairs
     held = spark.read.format("viewdf").load(f"{warehouse.path}/View2")
     before = held.count()
-    warehouse.ingest("M", batch([6.5, 7.5], [30, 31]).assign(src="10.0.0.3", dest="10.0.0.4"))   # extends a run
+    extension = batch([7.5, 8.5], [30, 31]).assign(src="10.0.0.3", dest="10.0.0.4")     # extends a run
+    warehouse.ingest("M", extension)
+    stream = pd.concat([stream, extension], ignore_index=True)
     assert held.count() == before
-    after = spark.read.format("viewdf").load(f"{warehouse.path}/View2").toPandas()
-    assert len(after) > before and rows(after) == rows(warehouse.execute("SELECT * FROM View2"))
-    warehouse.ingest("M", batch([3.5], [40]).assign(src="10.0.0.3", dest="10.0.0.4"))     # late: repairs Helper
-    repaired = spark.read.format("viewdf").load(f"{warehouse.path}/Helper").toPandas()
-    assert rows(repaired) == rows(warehouse.execute("SELECT * FROM Helper"))
+    after = read_parts(spark, warehouse, "View2")
+    assert sum(map(len, after.values())) > before and after == expected_parts("View2", stream)
+    late = batch([3.5], [40]).assign(src="10.0.0.5", dest="10.0.0.6")     # late: repairs Helper
+    warehouse.ingest("M", late)
+    stream = pd.concat([stream, late], ignore_index=True)
+    assert read_parts(spark, warehouse, "Helper") == expected_parts("Helper", stream)
 
 
 def test_a_part_timestamp_filter_chooses_the_parts_read(spark, warehouse):

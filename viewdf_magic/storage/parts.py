@@ -36,14 +36,13 @@ def row_hash(values: list[str], schema: StructType) -> str:
     return f"xxhash64({', '.join([*hashed, 'array(' + ', '.join(f'({v}) IS NULL' for v in hashed) + ')'])})"
 
 
-def hash_sum(hashes: str, where: str | None = None, partition: str | None = None) -> str:
-    """SQL for the exact sum of 64-bit ``hashes`` (of the rows ``where`` holds; per ``partition``) as a decimal.
+def hash_sum(hashes: str, where: str | None = None) -> str:
+    """SQL for the exact sum of 64-bit ``hashes`` (of the rows ``where`` holds) as a decimal, an aggregate.
 
     Summed as two longs, the high (signed) and low (unsigned) 32 bits, which is exact below 2**31 rows
     and much cheaper than a decimal sum per row (docs/benchmarks.md); NULL without rows."""
     halves = [f"shiftright({hashes}, 32)", f"(({hashes}) & {0xFFFFFFFF})"]
-    over = "" if partition is None else f" OVER (PARTITION BY {partition})"
-    high, low = [f"CAST(sum({h if where is None else f'CASE WHEN {where} THEN {h} END'}){over} AS DECIMAL(38,0))"
+    high, low = [f"CAST(sum({h if where is None else f'CASE WHEN {where} THEN {h} END'}) AS DECIMAL(38,0))"
                  for h in halves]
     return f"({high} * CAST({1 << 32} AS DECIMAL(38,0)) + {low})"
 
@@ -84,9 +83,6 @@ def stored_schema(definition: ObjectDef) -> StructType:
     if definition.partitioned:
         schema = StructType(schema.fields + [StructField(PART_TIMESTAMP, TimestampType(), True)])
     return schema
-
-
-STAT = "__vdf_stat"       # the columns ``write_range`` adds for its counts and checksums, dropped before the write
 
 
 def _key(embedded: Embedded) -> tuple:
@@ -231,16 +227,6 @@ class PartStore:
                         F.expr(f"{hash_sum(hashed, present)} AS checksum{n}")]
         return metrics
 
-    def _range_stats(self, schema: StructType, embedded: Embedded) -> list[Column]:
-        """What ``write_range`` adds to each row: its part's rows and checksum, and each embedded view's."""
-        by_part = f" OVER (PARTITION BY {PART_COLUMN})"
-        stats = [f"count(1){by_part}", hash_sum(row_hash([backquote(f.name) for f in schema.fields], schema),
-                                                partition=PART_COLUMN)]
-        for column, inner in embedded:
-            present, hashed = self._embedded_hash(column, inner)
-            stats += [f"count(CASE WHEN {present} THEN 1 END){by_part}", hash_sum(hashed, present, PART_COLUMN)]
-        return [F.expr(f"{stat} AS {STAT}{n}") for n, stat in enumerate(stats)]
-
     def write_part(self, definition: ObjectDef, subscript: int, stamped: DataFrame, embedded: Embedded = ()
                    ) -> tuple[str, dict[str | None, Counted]]:
         """Write one view part (``stamped``: the view's columns, ``stamp``ed, then any ``embedded`` struct
@@ -272,25 +258,24 @@ class PartStore:
     def write_range(self, definition: ObjectDef, stamped: DataFrame, embedded: Embedded = ()
                     ) -> tuple[str, dict[int, dict[str | None, Counted]]]:
         """Write a run of view parts (``stamped``: the view's columns, each row's part in ``__part``,
-        ``stamp_run``ed, then any ``embedded`` struct columns) into one folder sorted by part, in one Spark
-        job that also counts and
-        hashes every part. Returns the folder ("" when no part has rows) and, for each part with rows,
-        what it holds of the part itself (key None) and of each embedded view."""
+        ``stamp_run``ed, then any ``embedded`` struct columns) into one folder sorted by part, then count and
+        hash every part from what was written. Returns the folder ("" when no part has rows) and, for each
+        part with rows, what it holds of the part itself (key None) and of each embedded view.
+
+        Two jobs: the write (no shuffle) and an aggregation per part of the written Parquet. Counting in
+        the writing job needs the rows grouped by part first, a shuffle of every row that cost more than
+        reading the folder back (docs/benchmarks.md, "Range writes")."""
         folder = self.new_folder(definition)
-        stats = self._built(("range", definition.schema.json(), _key(embedded)),
-                            lambda: self._range_stats(definition.schema, embedded))
-        names = [f"{STAT}{n}" for n in range(len(stats))]
-        [collected] = self._built(("collected", len(stats)), lambda: [
-            F.expr(f"collect_set(struct({', '.join([PART_COLUMN, *names])})) AS parts")])
-        observed = Observation()
-        stamped.select("*", *stats).observe(observed, collected).drop(*names).write.parquet(self.fs.uri(folder))
+        stamped.sortWithinPartitions(PART_COLUMN).write.parquet(self.fs.uri(folder))
+        metrics = self._built(("part", definition.schema.json(), _key(embedded)),
+                              lambda: self._part_metrics(definition.schema, embedded))
+        written = self.spark.read.schema(stamped.schema).parquet(self.fs.uri(folder))
         parts: dict[int, dict[str | None, Counted]] = {}
-        for row in observed.get["parts"]:
-            values = list(row)
-            keys = [None] + [column for column, _ in embedded]
-            parts[int(values[0])] = {key: Counted(int(values[1 + 2 * k] or 0),
-                                                  checksum_text(int(values[1 + 2 * k] or 0), values[2 + 2 * k]))
-                                     for k, key in enumerate(keys)}
+        for row in written.groupBy(PART_COLUMN).agg(*metrics).collect():
+            parts[int(row[PART_COLUMN])] = {
+                None: Counted(int(row["rows"]), checksum_text(row["rows"], row["checksum"])),
+                **{column: Counted(int(row[f"rows{n}"]), checksum_text(row[f"rows{n}"], row[f"checksum{n}"]))
+                   for n, (column, _) in enumerate(embedded)}}
         if not parts:
             self.fs.delete(folder)
             return "", {}
