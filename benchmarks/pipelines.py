@@ -57,7 +57,8 @@ EXAMPLE = ROOT / "examples" / "pipelines"
 START = pd.Timestamp("2015-01-01 10:00:00")
 PR_SET_CHILD_SUBREAPER = 36
 # The datasets outlive a run, so their catalog must too (examples/pipelines/README.md): Hive's metastore, in Derby
-# in the pipeline's folder. Each run starts its own Spark Connect server, on the default port.
+# in the pipeline's folder. With ``--server per-run`` each run starts its own Spark Connect server, on the default
+# port, with these options; with ``--server lasting`` the system's server keeps such a catalog (lasting_catalog).
 SUBMIT_OPTIONS = ("--conf", "spark.sql.catalogImplementation=hive")
 CONNECT_PORT = 15002
 # The same pipeline with `Recent` a plain materialized view: every minute's window, recomputed from `events`.

@@ -57,9 +57,11 @@ from pyspark.sql.types import StructType
 
 from .catalog.arrow_fs import ARROW_SCHEMES, ArrowFileSystem
 from .catalog.catalog import Catalog
-from .language.parser import parse
 from .storage.data_source import ViewDFDataSource
-from .warehouse import Warehouse, warehouse_location
+
+# The warehouse and the parser are imported where they are used: Spark's Python workers import
+# this module to unpickle the stream table's writer, and the executors' tasks need neither (the module's import
+# went from 0.76 to 0.45 s; docs/benchmarks.md).
 
 STAGING = "viewdf_batches"      # below a flow's checkpoint: the micro-batches written and not yet ingested
 
@@ -68,6 +70,8 @@ class ViewDFPipeline:
     """A warehouse as a pipeline uses it: its definitions made, its formats registered on ``spark``."""
 
     def __init__(self, spark: SparkSession, warehouse: str, definitions: str | None = None) -> None:
+        from .warehouse import warehouse_location
+
         self.spark, self.root = spark, warehouse_location(warehouse)
         self.remote = _remote(spark)
         if definitions and not _defined(self.root, definitions):
@@ -144,6 +148,8 @@ class ViewDFStreamWriter(DataSourceStreamArrowWriter):
         return StagedFiles([uri])
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        from .warehouse import Warehouse
+
         files = [uri for message in messages if isinstance(message, StagedFiles) for uri in message.files]
         spark = SparkSession.builder.remote(self.remote).create()
         try:
@@ -180,6 +186,8 @@ def _remote(spark: SparkSession) -> str:
 def _defined(root: str, statements: str) -> bool:
     """Whether the warehouse at ``root`` holds every object ``statements`` create, with the same definitions
     (then running them, all ``IF NOT EXISTS``, would change nothing). Reads the catalog without Spark."""
+    from .language.parser import parse
+
     catalog = Catalog(ArrowFileSystem(root))
     catalog.refresh()
     for statement in parse(statements):
@@ -198,6 +206,8 @@ def _defined(root: str, statements: str) -> bool:
 def _define() -> None:
     """The child process of ``ViewDFPipeline``: run the definitions on stdin (JSON: remote, warehouse,
     statements) through a Spark Connect session."""
+    from .warehouse import Warehouse
+
     request = json.load(sys.stdin)
     spark = SparkSession.builder.remote(request["remote"]).create()
     try:

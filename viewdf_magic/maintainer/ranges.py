@@ -78,8 +78,8 @@ class Reach:
             return sorted(s for s in held if s <= top)
         if self.high - self.low + 1 >= self.scale:        # the steps' reaches touch or overlap
             return existing(range(self.scale * first + self.low, top + 1), held)
-        return sorted({s for j in range(first, last + 1) for s in range(self.scale * j + self.low,
-                                                                         self.scale * j + self.high + 1)} & set(held))
+        return sorted({s for j in range(first, last + 1)
+                       for s in range(self.scale * j + self.low, self.scale * j + self.high + 1) if s in held})
 
     @property
     def single(self) -> bool:
