@@ -13,9 +13,9 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import reduce
-from typing import Callable
+from typing import Any, Callable, Mapping
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.column import Column
 from pyspark.sql.types import LongType, MapType, StructField, StructType, TimestampType
@@ -83,6 +83,15 @@ def stored_schema(definition: ObjectDef) -> StructType:
     if definition.partitioned:
         schema = StructType(schema.fields + [StructField(PART_TIMESTAMP, TimestampType(), True)])
     return schema
+
+
+def _counted(values: Mapping[str, Any] | Row, embedded: Embedded) -> dict[str | None, Counted]:
+    """What ``_part_metrics`` found (``values``: observed, or one part's aggregated row) of the part itself (key
+    None) and of each embedded view."""
+    counted: dict[str | None, Counted] = {None: Counted(int(values["rows"]), checksum_text(values["rows"], values["checksum"]))}
+    for n, (column, _) in enumerate(embedded):
+        counted[column] = Counted(int(values[f"rows{n}"]), checksum_text(values[f"rows{n}"], values[f"checksum{n}"]))
+    return counted
 
 
 def _key(embedded: Embedded) -> tuple:
@@ -218,6 +227,11 @@ class PartStore:
         struct = backquote(column)
         return f"{struct} IS NOT NULL", row_hash([f"{struct}.{backquote(f.name)}" for f in schema.fields], schema)
 
+    def _write_metrics(self, definition: ObjectDef, embedded: Embedded) -> list[Column]:
+        """``_part_metrics`` of ``definition``'s schema, built once per schema."""
+        return self._built(("part", definition.schema.json(), _key(embedded)),
+                           lambda: self._part_metrics(definition.schema, embedded))
+
     def _part_metrics(self, schema: StructType, embedded: Embedded) -> list[Column]:
         """What ``write_part`` observes: rows and checksum of the part and of each embedded view."""
         metrics = [F.expr("count(1) AS rows"), content_checksum(schema).alias("checksum")]
@@ -238,14 +252,9 @@ class PartStore:
         folder = self.new_folder(definition)
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
-        metrics = self._built(("part", definition.schema.json(), _key(embedded)),
-                              lambda: self._part_metrics(definition.schema, embedded))
         observed = Observation()
-        stamped.observe(observed, *metrics).write.parquet(self.fs.uri(folder))
-        got = observed.get
-        counted: dict[str | None, Counted] = {None: Counted(int(got["rows"]), checksum_text(got["rows"], got["checksum"]))}
-        for n, (column, _) in enumerate(embedded):
-            counted[column] = Counted(int(got[f"rows{n}"]), checksum_text(got[f"rows{n}"], got[f"checksum{n}"]))
+        stamped.observe(observed, *self._write_metrics(definition, embedded)).write.parquet(self.fs.uri(folder))
+        counted = _counted(observed.get, embedded)
         if counted[None].rows == 0:
             self.fs.delete(folder)
             return "", counted
@@ -267,15 +276,9 @@ class PartStore:
         reading the folder back (docs/benchmarks.md, "Range writes")."""
         folder = self.new_folder(definition)
         stamped.sortWithinPartitions(PART_COLUMN).write.parquet(self.fs.uri(folder))
-        metrics = self._built(("part", definition.schema.json(), _key(embedded)),
-                              lambda: self._part_metrics(definition.schema, embedded))
         written = self.spark.read.schema(stamped.schema).parquet(self.fs.uri(folder))
-        parts: dict[int, dict[str | None, Counted]] = {}
-        for row in written.groupBy(PART_COLUMN).agg(*metrics).collect():
-            parts[int(row[PART_COLUMN])] = {
-                None: Counted(int(row["rows"]), checksum_text(row["rows"], row["checksum"])),
-                **{column: Counted(int(row[f"rows{n}"]), checksum_text(row[f"rows{n}"], row[f"checksum{n}"]))
-                   for n, (column, _) in enumerate(embedded)}}
+        parts = {int(row[PART_COLUMN]): _counted(row, embedded) for row in
+                 written.groupBy(PART_COLUMN).agg(*self._write_metrics(definition, embedded)).collect()}
         if not parts:
             self.fs.delete(folder)
             return "", {}
