@@ -42,6 +42,31 @@ def test_shapes_that_keep_per_part_steps(sql, reason):
     assert lift(sql, INPUTS).reason == reason and lift(sql, INPUTS).sql is None
 
 
+@pytest.mark.parametrize("sql, lifted, joined", [
+    ("SELECT a.k, p.x FROM a JOIN p ON a.k = p.k",
+     "SELECT a.k, p.x, a.__vdf_j AS __vdf_part FROM a JOIN p ON (a.k = p.k) AND p.__vdf_j <= a.__vdf_j", {"p"}),
+    ("SELECT p.k FROM p JOIN a ON a.k = p.k",          # before the relation it meets: every join is inner
+     "SELECT p.k, a.__vdf_j AS __vdf_part FROM p JOIN a ON (a.k = p.k) AND p.__vdf_j <= a.__vdf_j", {"p"}),
+    ("SELECT a.k FROM a LEFT ANTI JOIN p ON a.k = p.k",
+     "SELECT a.k, a.__vdf_j AS __vdf_part FROM a LEFT ANTI JOIN p ON (a.k = p.k) AND p.__vdf_j <= a.__vdf_j", {"p"}),
+    ("SELECT a.k, p.x FROM a LEFT JOIN p ON a.k = p.k",
+     "SELECT a.k, p.x, a.__vdf_j AS __vdf_part FROM a LEFT JOIN p ON (a.k = p.k) AND p.__vdf_j <= a.__vdf_j", {"p"}),
+    # where its rows would be output without a part to meet, every step needs its own copy of them
+    ("SELECT a.k, p.x FROM a RIGHT JOIN p ON a.k = p.k",
+     "SELECT a.k, p.x, COALESCE(a.__vdf_j, p.__vdf_j) AS __vdf_part FROM a RIGHT JOIN p ON (a.k = p.k) "
+     "AND a.__vdf_j = p.__vdf_j", set()),
+    ("SELECT p.k FROM p LEFT JOIN a ON a.k = p.k",
+     "SELECT p.k, COALESCE(p.__vdf_j, a.__vdf_j) AS __vdf_part FROM p LEFT JOIN a ON (a.k = p.k) "
+     "AND p.__vdf_j = a.__vdf_j", set()),
+    ("SELECT a.k FROM a JOIN p ON a.k = p.k UNION ALL SELECT k FROM p",     # one reading repeats: both do
+     "SELECT a.k, COALESCE(a.__vdf_j, p.__vdf_j) AS __vdf_part FROM a JOIN p ON (a.k = p.k) AND a.__vdf_j = p.__vdf_j "
+     "UNION ALL SELECT k, p.__vdf_j AS __vdf_part FROM p", set()),
+])
+def test_every_part_so_far_is_joined_on_its_first_step_where_the_join_allows(sql, lifted, joined):
+    found = lift(sql, frozenset({"a", "p"}), frozenset({"p"}))
+    assert (found.sql, set(found.joined)) == (lifted, joined)
+
+
 def test_joins_and_groups_gain_the_part():
     lifted = lift("SELECT a.k, count(*) AS n FROM a JOIN b ON a.k = b.k GROUP BY a.k", INPUTS).sql
     assert lifted == ("SELECT a.k, COUNT(*) AS n, COALESCE(a.__vdf_j, b.__vdf_j) AS __vdf_part FROM a "
@@ -82,6 +107,11 @@ VIEWS = {
     "Seen": "SELECT k, count(*) AS n, sum(x) AS total FROM S[.. j] GROUP BY k",
     "Repeats": "SELECT a.k, a.x, count(*) AS before FROM S[j] AS a JOIN S[.. j-1] AS b ON a.k = b.k AND a.x = b.x "
                "GROUP BY a.k, a.x",
+    # every part so far, read once per run and joined on each row's first step: in FROM before the part it
+    # meets (Nexmark q3's shape), as the right side of an anti join and of a left outer join
+    "Earlier": "SELECT b.k, b.x AS before, a.x AS now FROM S[.. j-1] AS b JOIN S[j] AS a ON a.k = b.k AND b.x < a.x",
+    "Novel": "SELECT a.k, a.x FROM S[j] AS a LEFT ANTI JOIN S[.. j-1] AS b ON a.k = b.k AND a.x <=> b.x",
+    "Beaten": "SELECT a.k, a.x, b.x AS higher FROM S[j] AS a LEFT JOIN S[.. j] AS b ON a.k = b.k AND b.x > a.x",
 }
 # views with longer parts than S's, reading S's parts k*j+a .. k*j+b: their partition length (seconds)
 LONGER = {
@@ -178,16 +208,23 @@ def test_range_steps_over_every_part_so_far_and_longer_parts_equal_an_independen
     rows = random_rows(11)
     create_views(warehouse)
     warehouse.ingest("S", rows)
-    assert {r.view for r in warehouse.history() if r.span and r.span[0] < r.span[1]} >= {"Repeats", "Overlaps"}
+    assert {r.view for r in warehouse.history() if r.span and r.span[0] < r.span[1]} >= \
+        {"Repeats", "Overlaps", "Novel", "Earlier"}
     minutes = "(SELECT *, epoch(ts)::BIGINT // 60 AS m FROM rows)"
     repeats = duckdb.sql(f"""
         SELECT a.m AS j, a.k, a.x, count(*) AS n FROM {minutes} AS a JOIN {minutes} AS b
         ON a.k = b.k AND a.x = b.x AND b.m < a.m GROUP BY ALL""").fetchall()
+    novel = duckdb.sql(f"""
+        SELECT a.m AS j, a.k, a.x FROM {minutes} AS a WHERE NOT EXISTS (
+            SELECT 1 FROM {minutes} AS b WHERE b.k = a.k AND b.x IS NOT DISTINCT FROM a.x AND b.m < a.m)""").fetchall()
+    earlier = duckdb.sql(f"""
+        SELECT a.m AS j, b.k, b.x, a.x FROM {minutes} AS a JOIN {minutes} AS b
+        ON a.k = b.k AND b.x < a.x AND b.m < a.m""").fetchall()
     first, last = min(stored_parts(warehouse, "Overlaps")), max(stored_parts(warehouse, "Overlaps"))
     overlaps = duckdb.sql(f"""
         SELECT j, k, count(*) AS n FROM range({first}, {last + 1}) AS parts(j)
         JOIN {minutes} AS r ON r.m BETWEEN 2 * j - 2 AND 2 * j + 1 GROUP BY ALL""").fetchall()
-    for name, expected in (("Repeats", repeats), ("Overlaps", overlaps)):
+    for name, expected in (("Repeats", repeats), ("Overlaps", overlaps), ("Novel", novel), ("Earlier", earlier)):
         want: dict[int, list] = {}
         for j, *row in expected:
             want.setdefault(j, []).append(tuple(row))
@@ -222,6 +259,8 @@ def test_explain_view_says_which_plan_a_view_gets(warehouse):
     recent = warehouse.explain_view("Recent").detail
     assert "Runs of ready parts of Recent are computed in one Spark job each (a range step, lifted from its " \
            "UPDATE query)" in recent
+    assert "S[.. j-1] is read once per run, each row joined with the run's parts it counts for." in \
+        warehouse.explain_view("Repeats").detail
     counted = warehouse.explain_view("Counted").detail
     assert ("Counted is computed one part per step: its UPDATE query cannot be lifted to many parts: it "
             "aggregates without GROUP BY, which returns a row even for an empty part.") in counted

@@ -10,6 +10,13 @@ range holds it), and the query is rewritten so that no row meets a row of anothe
 * every SELECT outputs the part as its last column, so derived tables, CTEs and set operations
   carry it on, and the query's last column says which part each output row belongs to.
 
+An input that reads every part so far (``X[.. j]``, one of ``prefixes``) would repeat its history for
+every step of the run. Where it is joined with a relation that has one part per row, it is read once
+instead: each row carries the first step it counts for, and the join gains ``first step <= part``
+(``Lifted.joined`` names those inputs). That needs an inner, semi, anti or left outer join whose right
+side it is, with a relation of one part per row before it; or, when every join of the SELECT is
+inner, any position (the condition goes to the first such relation's join).
+
 Shapes whose meaning would change are refused with a reason, and keep per-part steps: ORDER BY
 or LIMIT (a per-part top-n), an aggregate without GROUP BY (it returns a row even for an empty
 part, which a lifted query has no row to group), GROUPING SETS/ROLLUP/CUBE, a subquery in an
@@ -53,6 +60,7 @@ class Lifted:
 
     sql: str | None
     reason: str = ""
+    joined: frozenset[str] = frozenset()    # prefix inputs read once, each row with the first step it counts for
 
 
 def query_tree(query: str | exp.Expr) -> exp.Expr | None:
@@ -66,20 +74,25 @@ def query_tree(query: str | exp.Expr) -> exp.Expr | None:
         return None
 
 
-def lift(query: str | exp.Expr, inputs: frozenset[str]) -> Lifted:
+def lift(query: str | exp.Expr, inputs: frozenset[str], prefixes: frozenset[str] = frozenset()) -> Lifted:
     """Lift ``query`` (SQL, or a compiled query's tree), whose placeholder tables ``inputs`` are read per part
-    (the others, e.g. dimension tables, are the same for every part)."""
-    tree = query_tree(query)
-    if tree is None:
-        return Lifted(None, "sqlglot cannot parse the compiled query")
-    try:
-        check_names(tree, inputs)
-        lifter = _Lifter({name.lower() for name in inputs})
-        if not lifter.query(tree, {}, OUTPUT_PART):
-            raise NotLiftable("its result does not depend on any part it reads")
-    except NotLiftable as refused:
-        return Lifted(None, refused.reason)
-    return Lifted(tree.sql(dialect=ViewDFSpark))
+    (the others, e.g. dimension tables, are the same for every part); those of ``inputs`` that are also
+    ``prefixes`` read every part so far, and are joined on their first step where the query allows it."""
+    once = {name.lower() for name in prefixes}
+    while True:
+        tree = query_tree(query)
+        if tree is None:
+            return Lifted(None, "sqlglot cannot parse the compiled query")
+        lifter = _Lifter({name.lower() for name in inputs}, once)
+        try:
+            check_names(tree, inputs)
+            if not lifter.query(tree, {}, OUTPUT_PART):
+                raise NotLiftable("its result does not depend on any part it reads")
+        except NotLiftable as refused:
+            return Lifted(None, refused.reason)
+        if not lifter.repeated & once:
+            return Lifted(tree.sql(dialect=ViewDFSpark), joined=frozenset(p for p in prefixes if p.lower() in once))
+        once -= lifter.repeated      # somewhere they cannot be joined on their first step: repeat them everywhere
 
 
 def check_names(tree: exp.Expr, inputs: frozenset[str]) -> None:
@@ -107,8 +120,10 @@ def check_names(tree: exp.Expr, inputs: frozenset[str]) -> None:
 class _Lifter:
     """Rewrites a parsed query in place; ``scope`` maps a visible relation name to its part column."""
 
-    def __init__(self, inputs: set[str]) -> None:
+    def __init__(self, inputs: set[str], once: set[str]) -> None:
         self.inputs = inputs
+        self.once = once                # prefix inputs to join on their first step
+        self.repeated: set[str] = set()  # those of them read somewhere that needs every step's copy
         self._names = (f"{RESERVED_PREFIX}p{k}" for k in itertools.count())
 
     def query(self, node: exp.Expr, scope: dict[str, str], out: str) -> bool:
@@ -144,8 +159,8 @@ class _Lifter:
                 scope.pop(cte.alias_or_name.lower(), None)
         return scope
 
-    def _relation(self, node: exp.Expr, scope: dict[str, str]) -> tuple[str, str] | None:
-        """(alias to qualify with, part column) of a lifted relation; None for one that reads no part."""
+    def _relation(self, node: exp.Expr, scope: dict[str, str]) -> _Relation | None:
+        """A lifted relation; None for one that reads no part."""
         if isinstance(node, exp.Table):
             if node.args.get("db") or not isinstance(node.this, exp.Identifier):
                 return None
@@ -153,36 +168,49 @@ class _Lifter:
             column = INPUT_PART if name in self.inputs else scope.get(name)
             if column is None:
                 return None
-            return node.alias_or_name, column
+            return _Relation(node.alias_or_name, column, name if name in self.once else None)
         if isinstance(node, exp.Subquery):
             column = next(self._names)
             if not self.query(node, scope, column):
                 return None
             if not node.alias:
                 node.set("alias", exp.TableAlias(this=exp.to_identifier(next(self._names))))
-            return node.alias, column
+            return _Relation(node.alias, column)
         if self._reads_parts(node, scope):
             raise NotLiftable(f"it reads parts through {node.key.upper()}")
         return None
 
     def _select(self, select: exp.Select, scope: dict[str, str], out: str) -> bool:
         source = select.args.get("from_") or select.args.get("from")
-        relations = []
+        relations: list[tuple[exp.Join | None, _Relation | None]] = []
         if source is not None:
             relations.append((None, self._relation(source.this, scope)))
         for join in select.args.get("joins") or []:
             relations.append((join, self._relation(join.this, scope)))
-        lifted = [(join, found) for join, found in relations if found is not None]
+        lifted: list[tuple[exp.Join | None, _Relation]] = [(join, found) for join, found in relations
+                                                            if found is not None]
         self._no_parts_in_expressions(select, scope)
         if not lifted:
             return False
+        once = self._joined_once(select, lifted)
+        self.repeated |= {found.prefix for index, (_, found) in enumerate(lifted)
+                          if found.prefix is not None and index not in once}
         parts: list[exp.Expr] = []      # the part columns of the relations joined so far
-        for join, (alias, column) in lifted:
-            mine = exp.column(column, table=alias)
+        waiting: list[exp.Expr] = []    # first steps of prefixes before any relation with one part per row
+        for index, (join, found) in enumerate(lifted):
+            mine = exp.column(found.column, table=found.alias)
+            if index in once:
+                if parts:
+                    _add_condition(join, exp.LTE(this=mine, expression=_coalesce(parts)))
+                else:
+                    waiting.append(mine)
+                continue
             if parts:
-                self._join_on_part(join, _coalesce(parts), mine, column, [c for c in parts])
-            kind = (join.kind or "").upper() if join is not None else ""
-            if kind not in ("SEMI", "ANTI"):
+                self._join_on_part(join, _coalesce(parts), mine, found.column, [c for c in parts])
+            for first_step in waiting:
+                _add_condition(join, exp.LTE(this=first_step, expression=mine.copy()))
+            waiting = []
+            if _kind(join) not in ("SEMI", "ANTI"):
                 parts.append(mine)
         part = _coalesce(parts)
         self._group_by_part(select, part)
@@ -191,6 +219,26 @@ class _Lifter:
                 window.set("partition_by", [*(window.args.get("partition_by") or []), part.copy()])
         select.set("expressions", [*select.expressions, exp.alias_(part.copy(), out)])
         return True
+
+    @staticmethod
+    def _joined_once(select: exp.Select, lifted: list[tuple[exp.Join | None, _Relation]]) -> set[int]:
+        """The positions of prefix inputs in ``lifted`` that can be joined on their first step: after a
+        relation with one part per row, by an inner, semi, anti or left outer join of their own; or anywhere
+        when every join of ``select`` is inner."""
+        anchor = next((index for index, (join, found) in enumerate(lifted)
+                       if found.prefix is None and _kind(join) not in ("SEMI", "ANTI")), None)
+        if anchor is None:
+            return set()
+        all_inner = all(_inner(join) for join in select.args.get("joins") or [])
+        once = set()
+        for index, (join, found) in enumerate(lifted):
+            if found.prefix is None:
+                continue
+            if index > anchor and (_inner(join) or _right_of_left(join)):
+                once.add(index)
+            elif all_inner and lifted[anchor][0] is not None:
+                once.add(index)
+        return once
 
     def _join_on_part(self, join: exp.Join | None, left: exp.Expr, right: exp.Expr,
                       column: str, before: list[exp.Expr]) -> None:
@@ -203,11 +251,7 @@ class _Lifter:
             return
         if join.method and join.method.upper() == "NATURAL":
             raise NotLiftable("it has a NATURAL JOIN")
-        same = exp.EQ(this=left.copy(), expression=right)
-        on = join.args.get("on")
-        join.set("on", same if on is None else exp.and_(exp.Paren(this=on), same))
-        if (join.kind or "").upper() == "CROSS":
-            join.set("kind", None)
+        _add_condition(join, exp.EQ(this=left.copy(), expression=right))
 
     @staticmethod
     def _group_by_part(select: exp.Select, part: exp.Expr) -> None:
@@ -239,6 +283,43 @@ class _Lifter:
     def _reads_parts(self, node: exp.Expr, scope: dict[str, str]) -> bool:
         return any(isinstance(t, exp.Table) and (t.name.lower() in self.inputs or t.name.lower() in scope)
                    for t in node.find_all(exp.Table))
+
+
+@dataclass(frozen=True)
+class _Relation:
+    """A relation of a FROM clause that reads parts: the alias its columns are qualified with, its part
+    column, and its name when it is a prefix input that may be joined on its first step."""
+
+    alias: str
+    column: str
+    prefix: str | None = None
+
+
+def _kind(join: exp.Join | None) -> str:
+    return ((join.kind or "") if join is not None else "").upper()
+
+
+def _plain(join: exp.Join | None) -> bool:
+    """A join that takes an extra ON condition: no USING, not NATURAL."""
+    return join is not None and not join.args.get("using") and not (join.method and join.method.upper() == "NATURAL")
+
+
+def _inner(join: exp.Join | None) -> bool:
+    return _plain(join) and join is not None and not join.side and _kind(join) in ("", "INNER", "CROSS")
+
+
+def _right_of_left(join: exp.Join | None) -> bool:
+    """A semi, anti or left outer join: the relation joined keeps no row of its own."""
+    return _plain(join) and join is not None and (
+        _kind(join) in ("SEMI", "ANTI") or ((join.side or "").upper() == "LEFT" and _kind(join) in ("", "OUTER")))
+
+
+def _add_condition(join: exp.Join | None, condition: exp.Expr) -> None:
+    assert join is not None
+    on = join.args.get("on")
+    join.set("on", condition if on is None else exp.and_(exp.Paren(this=on), condition))
+    if _kind(join) == "CROSS":
+        join.set("kind", None)
 
 
 def _coalesce(parts: list[exp.Expr]) -> exp.Expr:

@@ -353,6 +353,7 @@ class Maintainer:
         work = RANGE_CLAUSE_WORK if ranged.clause is ClauseKind.RANGE else None
         run: list[PendingStep] = []
         rows = 0
+        read: set[tuple[str, int]] = set()
         subscript = step.subscript
         while len(run) < most and subscript * definition.length < horizon:
             if ranged.how is ClauseKind.UPDATE and view.clause(subscript, True)[0] is not ClauseKind.UPDATE:
@@ -360,7 +361,7 @@ class Maintainer:
             refs = self.timeline.resolve(ranged.query, definition, subscript)
             if not all(self.timeline.available(ref, definition) for ref in refs):
                 break
-            rows += input_rows(self.catalog, refs)
+            rows += input_rows(self.catalog, refs, ranged.joined, read)
             if run and (rows > RANGE_ROWS or (work is not None and rows * (len(run) + 1) > work)):
                 break
             run.append(PendingStep(definition, subscript, ranged.how, ranged.query, refs, True))

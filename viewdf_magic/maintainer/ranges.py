@@ -86,12 +86,16 @@ class Reach:
         """Whether a part counts for one step at most (the steps' reaches do not overlap)."""
         return self.low is not None and self.high - self.low < self.scale
 
+    def earliest(self, part: Column) -> Column:
+        """The first step a row of ``part`` counts for (it counts for every later one too when ``low`` is None)."""
+        return -_floor_div(F.lit(self.high) - part, self.scale)
+
     def steps(self, part: Column, first: int, last: int) -> Column:
         """The step (``__vdf_j``) a row of ``part`` counts for, or an array of the steps when it can count for
         several (the caller explodes it)."""
         if self.single:
             return _floor_div(part - F.lit(self.low), self.scale)
-        earliest = F.greatest(-_floor_div(F.lit(self.high) - part, self.scale), F.lit(first))
+        earliest = F.greatest(self.earliest(part), F.lit(first))
         latest = F.lit(last) if self.low is None else F.least(_floor_div(part - F.lit(self.low), self.scale),
                                                                F.lit(last))
         return F.sequence(earliest, latest)
@@ -112,6 +116,7 @@ class RangePlan:
     sql: str | None = None
     reaches: dict[str, Reach] = field(default_factory=dict)    # placeholder -> the parts it reads for part j
     reason: str = ""
+    joined: frozenset[str] = frozenset()    # prefix placeholders read once per run, joined on their first step
 
     @property
     def lifted(self) -> bool:
@@ -124,8 +129,11 @@ class RangePlan:
         clause = {ClauseKind.RECOMPUTE: "lifted from its RECOMPUTE query (the same parts without reading its own "
                                         "earlier parts)",
                   ClauseKind.UPDATE: "lifted from its UPDATE query", ClauseKind.RANGE: "its RANGE clause"}[self.clause]
+        once = [b.text for b in self.query.bindings if b.placeholder in self.joined] if self.query else []
+        history = (f" {' and '.join(once)} {'is' if len(once) == 1 else 'are'} read once per run, each row joined "
+                   f"with the run's parts it counts for." if once else "")
         return (f"Runs of ready parts of {name} are computed in one Spark job each (a range step, {clause}); "
-                f"one part at a time when only one is ready.")
+                f"one part at a time when only one is ready.{history}")
 
 
 class RangeFailed(Exception):
@@ -184,10 +192,11 @@ def plan_query(view: CompiledView, query: CompiledQuery, how: ClauseKind, catalo
     if query is view.range:
         return RangePlan(how, ClauseKind.RANGE, query, query.sql, reaches)
     inputs = frozenset(reaches)
-    lifted = query.analysed(("lift", inputs), lambda tree: lift(tree, inputs))
+    prefixes = frozenset(name for name, reach in reaches.items() if reach.low is None)
+    lifted = query.analysed(("lift", inputs, prefixes), lambda tree: lift(tree, inputs, prefixes))
     if lifted.sql is None:
         return RangePlan(reason=f"its {how.label} query cannot be lifted to many parts: {lifted.reason}")
-    return RangePlan(how, how, query, lifted.sql, reaches)
+    return RangePlan(how, how, query, lifted.sql, reaches, joined=lifted.joined)
 
 
 def paced_parts(seconds_per_part: float | None) -> int:
@@ -198,14 +207,20 @@ def paced_parts(seconds_per_part: float | None) -> int:
     return max(2, min(RANGE_PARTS, int(RANGE_SECONDS / max(seconds_per_part, 1e-6))))
 
 
-def input_rows(catalog: Catalog, refs: list[ResolvedRef]) -> int:
-    """Rows a step reads from partitioned inputs, from the catalog's counts."""
+def input_rows(catalog: Catalog, refs: list[ResolvedRef], joined: frozenset[str] = frozenset(),
+               read: set[tuple[str, int]] | None = None) -> int:
+    """Rows a step reads from partitioned inputs, from the catalog's counts. The parts of ``joined``
+    placeholders (read once per run) count only when not yet in ``read``, which gains them."""
     total = 0
     for ref in refs:
         if ref.first is None or ref.last is None or ref.definition.key not in catalog.states:
             continue
         parts = catalog.state(ref.definition.name).parts
-        total += sum(parts[s].rows for s in existing(ref.subscripts, parts))
+        subscripts = existing(ref.subscripts, parts)
+        if read is not None and ref.binding.placeholder in joined:
+            subscripts = [s for s in subscripts if (ref.binding.placeholder, s) not in read]
+            read.update((ref.binding.placeholder, s) for s in subscripts)
+        total += sum(parts[s].rows for s in subscripts)
     return total
 
 
@@ -245,7 +260,8 @@ class RangeRunner:
             if binding.placeholder not in plan.reaches:
                 frames[binding.placeholder] = self.runner.frame(ResolvedRef(binding, source))
                 continue
-            frames[binding.placeholder] = self._input(source, first, last, plan.reaches[binding.placeholder])
+            frames[binding.placeholder] = self._input(source, first, last, plan.reaches[binding.placeholder],
+                                                      binding.placeholder in plan.joined)
         text = re.sub(r"\b__vdf_first\b", str(first), re.sub(r"\b__vdf_last\b", str(last), plan.sql))
         try:
             with self.runner.named(frames) as sql:
@@ -258,13 +274,16 @@ class RangeRunner:
         except SPARK_ERRORS as exc:
             raise RangeFailed(str(exc)) from None
 
-    def _input(self, source: ObjectDef, first: int, last: int, reach: Reach) -> DataFrame:
+    def _input(self, source: ObjectDef, first: int, last: int, reach: Reach, once: bool) -> DataFrame:
         """``source``'s parts that steps ``first .. last`` read through ``reach``, each row with the step(s)
-        it counts for."""
+        it counts for; ``once``: each row once, with the first step it counts for."""
         state = self.catalog.state(source.name) if source.key in self.catalog.states else None
         if state is None:
             frame = self.store.empty(source)
         else:
             frame = self.store.read_parts(source, state, reach.parts(first, last, state.parts))
-        steps = reach.steps(F.expr(subscript_sql(PART_TIMESTAMP, source.length)), first, last)
+        part = F.expr(subscript_sql(PART_TIMESTAMP, source.length))
+        if once:
+            return frame.withColumn(INPUT_PART, reach.earliest(part))
+        steps = reach.steps(part, first, last)
         return frame.withColumn(INPUT_PART, steps if reach.single else F.explode(steps))

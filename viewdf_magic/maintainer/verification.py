@@ -88,15 +88,18 @@ def _runs(catalog: Catalog, timeline: Timeline, plan: RangePlan, definition: Obj
     assert plan.query is not None
     runs: list[list[int]] = []
     rows = 0
+    counted: set[tuple[str, int]] = set()       # parts of placeholders read once per run, counted in this run
     for subscript in subscripts:
         refs = timeline.resolve(plan.query, definition, subscript)
-        read = input_rows(catalog, refs)
         current = runs[-1] if runs else None
-        if current is None or subscript != current[-1] + 1 or len(current) >= RANGE_PARTS or rows + read > RANGE_ROWS:
-            check_retained(catalog, plan.query, refs)
-            runs.append([subscript])
-            rows = read
-        else:
-            current.append(subscript)
-            rows += read
+        if current is not None and subscript == current[-1] + 1 and len(current) < RANGE_PARTS:
+            read = input_rows(catalog, refs, plan.joined, counted)
+            if rows + read <= RANGE_ROWS:
+                current.append(subscript)
+                rows += read
+                continue
+        check_retained(catalog, plan.query, refs)
+        runs.append([subscript])
+        counted = set()
+        rows = input_rows(catalog, refs, plan.joined, counted)
     return runs
