@@ -107,8 +107,10 @@ VIEWS = {
     "Seen": "SELECT k, count(*) AS n, sum(x) AS total FROM S[.. j] GROUP BY k",
     "Repeats": "SELECT a.k, a.x, count(*) AS before FROM S[j] AS a JOIN S[.. j-1] AS b ON a.k = b.k AND a.x = b.x "
                "GROUP BY a.k, a.x",
-    # every part so far, read once per run and joined on each row's first step: in FROM before the part it
-    # meets (Nexmark q3's shape), as the right side of an anti join and of a left outer join
+}
+# every part so far, read once per run and joined on each row's first step: in FROM before the part it meets
+# (Nexmark q3's shape), as the right side of an anti join and of a left outer join (Repeats: of an inner join)
+HISTORY_JOINS = {
     "Earlier": "SELECT b.k, b.x AS before, a.x AS now FROM S[.. j-1] AS b JOIN S[j] AS a ON a.k = b.k AND b.x < a.x",
     "Novel": "SELECT a.k, a.x FROM S[j] AS a LEFT ANTI JOIN S[.. j-1] AS b ON a.k = b.k AND a.x <=> b.x",
     "Beaten": "SELECT a.k, a.x, b.x AS higher FROM S[j] AS a LEFT JOIN S[.. j] AS b ON a.k = b.k AND b.x > a.x",
@@ -121,9 +123,9 @@ LONGER = {
 }
 
 
-def create_views(warehouse) -> None:
+def create_views(warehouse, views: dict[str, str] = VIEWS) -> None:
     warehouse.run(SCHEMA)
-    for name, query in VIEWS.items():
+    for name, query in views.items():
         warehouse.run(f"CREATE VIEW {name} AS INITIALIZE {name}[j] AS {query} UPDATE {name}[j] AS {query} "
                       f"RECOMPUTE {name}[j] AS {query}")
     for name, (query, length) in LONGER.items():
@@ -202,14 +204,16 @@ def test_range_steps_equal_an_independent_oracle(warehouse):
 
 
 def test_range_steps_over_every_part_so_far_and_longer_parts_equal_an_independent_oracle(warehouse):
-    """DuckDB computes Repeats (each row of S[j] with how often its key and value came before, S[.. j-1]) and
-    Overlaps (2-minute parts counting the 4 minutes 2*j-2 .. 2*j+1 per key) from the raw rows, which one ingest
-    brings, so both views take range steps."""
+    """DuckDB computes Repeats (each row of S[j] with how often its key and value came before, S[.. j-1]), the
+    HISTORY_JOINS views and Overlaps (2-minute parts counting the 4 minutes 2*j-2 .. 2*j+1 per key) from the raw
+    rows, which one ingest brings, so all take range steps (the histories read once per run)."""
     rows = random_rows(11)
-    create_views(warehouse)
+    create_views(warehouse, VIEWS | HISTORY_JOINS)
     warehouse.ingest("S", rows)
     assert {r.view for r in warehouse.history() if r.span and r.span[0] < r.span[1]} >= \
-        {"Repeats", "Overlaps", "Novel", "Earlier"}
+        {"Repeats", "Overlaps", *HISTORY_JOINS}
+    assert all(warehouse.maintainer.range_plan(warehouse.catalog.get(name)).joined
+               for name in ("Repeats", *HISTORY_JOINS))
     minutes = "(SELECT *, epoch(ts)::BIGINT // 60 AS m FROM rows)"
     repeats = duckdb.sql(f"""
         SELECT a.m AS j, a.k, a.x, count(*) AS n FROM {minutes} AS a JOIN {minutes} AS b
@@ -220,11 +224,15 @@ def test_range_steps_over_every_part_so_far_and_longer_parts_equal_an_independen
     earlier = duckdb.sql(f"""
         SELECT a.m AS j, b.k, b.x, a.x FROM {minutes} AS a JOIN {minutes} AS b
         ON a.k = b.k AND b.x < a.x AND b.m < a.m""").fetchall()
+    beaten = duckdb.sql(f"""
+        SELECT a.m AS j, a.k, a.x, b.x FROM {minutes} AS a LEFT JOIN {minutes} AS b
+        ON a.k = b.k AND b.x > a.x AND b.m <= a.m""").fetchall()
     first, last = min(stored_parts(warehouse, "Overlaps")), max(stored_parts(warehouse, "Overlaps"))
     overlaps = duckdb.sql(f"""
         SELECT j, k, count(*) AS n FROM range({first}, {last + 1}) AS parts(j)
         JOIN {minutes} AS r ON r.m BETWEEN 2 * j - 2 AND 2 * j + 1 GROUP BY ALL""").fetchall()
-    for name, expected in (("Repeats", repeats), ("Overlaps", overlaps), ("Novel", novel), ("Earlier", earlier)):
+    for name, expected in (("Repeats", repeats), ("Overlaps", overlaps), ("Novel", novel), ("Earlier", earlier),
+                           ("Beaten", beaten)):
         want: dict[int, list] = {}
         for j, *row in expected:
             want.setdefault(j, []).append(tuple(row))
