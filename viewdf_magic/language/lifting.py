@@ -236,7 +236,7 @@ class _Lifter:
                 continue
             if index > anchor and (_inner(join) or _right_of_left(join)):
                 once.add(index)
-            elif all_inner and lifted[anchor][0] is not None:
+            elif index < anchor and all_inner:      # the condition goes to the anchor's join
                 once.add(index)
         return once
 
