@@ -131,8 +131,9 @@ def _run_round(spark: SparkSession, files: PartFiles, windows: Windows, queries:
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser, systems: tuple[str, ...]) -> None:
-    """The events, their parts and windows, the queries, the systems and the session and check options
-    (this module's and benchmarks/nexmark_saturation.py's command lines)."""
+    """The events, their parts and windows, the queries, the systems, the session and check options, the
+    rounds and the outputs (the command lines of this module, benchmarks/nexmark_saturation.py and
+    benchmarks/nexmark_latency.py)."""
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--rate", type=int, default=10_000, help="events per second of event time")
     parser.add_argument("--seed", type=int, default=0)
@@ -144,6 +145,10 @@ def add_workload_arguments(parser: argparse.ArgumentParser, systems: tuple[str, 
     parser.add_argument("--shuffle-partitions", type=int, default=2)
     parser.add_argument("--no-check", action="store_true", help="skip the equality check")
     parser.add_argument("--workdir", help="keep the data and results here (default: a temporary folder)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="rounds, each starting the systems' order one further on; figures are medians")
+    parser.add_argument("--json", help="write the figures here")
+    parser.add_argument("--plot", help="draw the figures into this PNG")
 
 
 def runnable(systems: list[str]) -> list[str]:
@@ -159,10 +164,6 @@ def main() -> None:
     add_workload_arguments(parser, SYSTEMS)
     parser.add_argument("--flink-parallelism", type=int, default=2)
     parser.add_argument("--warmup", type=int, default=2, help="view parts left out of the medians")
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="rounds, each starting the systems' order one further on; figures are medians")
-    parser.add_argument("--json", help="write the figures here")
-    parser.add_argument("--plot", help="draw the figures into this PNG")
     arguments = parser.parse_args()
     systems = runnable(arguments.systems)
     config = NexmarkConfig(events=arguments.events, rate=arguments.rate, seed=arguments.seed)

@@ -147,23 +147,29 @@ def _naive_inputs(query: str, subscript: int, windows: Windows, files: PartFiles
         end - windows.window_seconds
 
 
+def naive_part(spark: SparkSession, files: PartFiles, query: str, windows: Windows, subscript: int, rows: str) -> None:
+    """The batch query from scratch at part ``subscript``, over what the part's new rows depend on, its rows
+    written under ``rows``."""
+    parts, window = _naive_inputs(query, subscript, windows, files)
+    if not parts:
+        return
+    for stream in QUERY_STREAMS[query]:
+        spark.read.parquet(*(files.path(stream, s) for s in parts)).createOrReplaceTempView(stream)
+    result = spark.sql(nexmark_queries(windows.window_seconds, windows.slide_seconds)[query])
+    column = windows.window_column(query)
+    if column is not None:
+        result = result.where(F.unix_seconds(column) == window)
+    # q3 and q4 recompute their whole result: the newest one replaces the one before
+    target = rows if query in ("q3", "q4") else os.path.join(rows, f"part={subscript}")
+    result.write.mode("overwrite").parquet(target)
+
+
 def run_naive(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
     """The batch query from scratch at every part, over what the part's new rows depend on."""
-    sql = nexmark_queries(windows.window_seconds, windows.slide_seconds)[query]
-    column = windows.window_column(query)
     run = Run("naive", query, _cores(spark), rows=os.path.join(folder, "rows"))
     for subscript in files.subscripts:
         started = time.perf_counter()
-        parts, window = _naive_inputs(query, subscript, windows, files)
-        if parts:
-            for stream in QUERY_STREAMS[query]:
-                spark.read.parquet(*(files.path(stream, s) for s in parts)).createOrReplaceTempView(stream)
-            result = spark.sql(sql)
-            if column is not None:
-                result = result.where(F.unix_seconds(column) == window)
-            # q3 and q4 recompute their whole result: the newest one replaces the one before
-            target = run.rows if query in ("q3", "q4") else os.path.join(run.rows, f"part={subscript}")
-            result.write.mode("overwrite").parquet(target)
+        naive_part(spark, files, query, windows, subscript, run.rows)
         run.part_seconds.append(time.perf_counter() - started)
     return run
 

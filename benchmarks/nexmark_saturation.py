@@ -175,9 +175,6 @@ def plot(rows: list[Throughput], path: str | None = None, title: str = ""):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_workload_arguments(parser, SYSTEMS)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--json", help="write the figures here")
-    parser.add_argument("--plot", help="draw them into this PNG")
     arguments = parser.parse_args()
     systems = runnable(arguments.systems)
     spark = bench_session(**{"spark.sql.shuffle.partitions": str(arguments.shuffle_partitions)})

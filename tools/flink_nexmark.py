@@ -12,12 +12,20 @@ keep the window's start and q7 its end. Mini-batches are on as in nexmark-flink'
     ./run flink-nexmark                                  record the tests' configuration (tests/nexmark)
     python tools/flink_nexmark.py --data D --rows OUT    each query's rows as CSV under OUT/<query>/
     python tools/flink_nexmark.py --data D --timing      seconds and CPU-seconds per query (blackhole sink), JSON lines
+    python tools/flink_nexmark.py --data D --follow F --queries q5 --ready R --stop S
+                                                         one query over CSV parts as they arrive in F (below)
 
 Recording writes tests/nexmark/flink_results/<query>.json with canonical rows (a count and a digest
 for large results) and _input.json describing the data. ``--timing`` runs each query twice, over the
 data and over no events; the second is the job's fixed cost (planning, deployment, start-up). It also
 times a scan of each stream a query reads (over the data, less over none): reading and parsing the CSV,
 which the Spark systems do not pay (they read Parquet), so that it can be subtracted.
+
+``--follow`` is the fixed-rate latency run's Flink (benchmarks/nexmark_latency.py): one query as an unbounded
+job over ``F/<stream>/`` (the filesystem source watching for new CSV files every 10 ms), mini-batches off and
+watermarks every 50 ms (set for latency, not throughput), each row printed to stdout (the print sink) led by
+``CURRENT_TIMESTAMP`` (taken per row as it leaves the query) and the event time its row is due by
+(``FOLLOWED``). It touches ``R`` once the job runs and cancels it when ``S`` appears.
 """
 
 from __future__ import annotations
@@ -37,8 +45,6 @@ import tempfile
 import time
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
 REPO = pathlib.Path(__file__).resolve().parent.parent
@@ -47,6 +53,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from pyflink.table import EnvironmentSettings, TableEnvironment  # noqa: E402
 
+from benchmarks.flink_csv import write_csv  # noqa: E402
 from benchmarks.process_cpu import tree_cpu_seconds  # noqa: E402
 from viewdf_magic.nexmark import NexmarkConfig  # noqa: E402
 from viewdf_magic.nexmark.canonical import canonical_rows, digest, recording  # noqa: E402
@@ -97,11 +104,31 @@ def flink_queries(window: int, slide: int) -> dict[str, str]:
     }
 
 
-def _environment(parallelism: int, checkpoints: str | None) -> TableEnvironment:
+# The queries the latency run follows, each with the column of its rows that says by which event time the row is
+# due: q2 and q3 keep their input's time for it (q3 the later of the two rows it joins). q4 is not followed: its
+# rows (a category's average) carry no event time, and keeping one would change what it emits.
+FOLLOWED = {"q1": "date_time", "q2": "date_time", "q3": "due", "q5": "starttime", "q7": "window_end",
+            "q8": "starttime"}
+
+
+def followed_queries(window: int, slide: int) -> dict[str, str]:
+    """The queries ``--follow`` runs: ``flink_queries`` with q2 and q3 keeping their event time."""
+    queries = flink_queries(window, slide)
+    queries["q2"] = "SELECT auction, price, date_time FROM bid WHERE MOD(auction, 123) = 0"
+    queries["q3"] = queries["q3"].replace("SELECT P.name, P.city, P.state, A.id",
+                                          "SELECT P.name, P.city, P.state, A.id, GREATEST(A.date_time, P.date_time) AS due")
+    return {name: sql for name, sql in queries.items() if name in FOLLOWED}
+
+
+def _environment(parallelism: int, checkpoints: str | None, latency: bool = False) -> TableEnvironment:
     environment = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
     config = environment.get_config()
-    for key, value in {"parallelism.default": str(parallelism), "table.exec.mini-batch.enabled": "true",
-                       "table.exec.mini-batch.allow-latency": "2 s", "table.exec.mini-batch.size": "50000"}.items():
+    settings = {"parallelism.default": str(parallelism), "table.exec.mini-batch.enabled": "true",
+                "table.exec.mini-batch.allow-latency": "2 s", "table.exec.mini-batch.size": "50000"}
+    if latency:      # nexmark-flink's mini-batches trade latency for throughput; watermarks every 50 ms, not 200
+        settings.update({"table.exec.mini-batch.enabled": "false", "pipeline.auto-watermark-interval": "50 ms",
+                         "table.local-time-zone": "UTC"})
+    for key, value in settings.items():
         config.set(key, value)
     if checkpoints:      # the filesystem sink commits its files at checkpoints, the last one at the input's end
         config.set("execution.checkpointing.interval", "5 s")
@@ -118,27 +145,16 @@ def _write_csv(data: str, scratch: str, empty: bool) -> dict[str, str]:
         schema = pq.read_schema(files[0])
         folder = os.path.join(scratch, "empty" if empty else "data", stream)
         os.makedirs(folder, exist_ok=True)
-        with open(os.path.join(folder, "events.csv"), "wb") as sink:
-            writer = pcsv.CSVWriter(sink, _text_schema(schema), write_options=pcsv.WriteOptions(include_header=False))
-            for path in [] if empty else files:
-                writer.write_table(_as_text_times(pq.read_table(path)))
-            writer.close()
-        types = [f"{field.name} {FLINK_TYPES.get(field.type, 'TIMESTAMP(6)')}" for field in schema]
-        columns[stream] = ", ".join([*types, "rt AS CAST(date_time AS TIMESTAMP(3))", "WATERMARK FOR rt AS rt"])
+        write_csv([] if empty else files, schema, os.path.join(folder, "events.csv"))
+        columns[stream] = _column_list(schema)
     return columns
 
 
-def _text_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([pa.field(f.name, pa.string() if pa.types.is_timestamp(f.type) else f.type) for f in schema])
+def _column_list(schema: pa.Schema) -> str:
+    """A stream's Flink columns: its own, and ``rt`` (event time in milliseconds) with its watermark."""
+    types = [f"{field.name} {FLINK_TYPES.get(field.type, 'TIMESTAMP(6)')}" for field in schema]
+    return ", ".join([*types, "rt AS CAST(date_time AS TIMESTAMP(3))", "WATERMARK FOR rt AS rt"])
 
-
-def _as_text_times(table: pa.Table) -> pa.Table:
-    """Timestamps as Flink's CSV format reads them: ``2015-07-15 00:00:03.500800`` (UTC)."""
-    for index, field in enumerate(table.schema):
-        if pa.types.is_timestamp(field.type):
-            naive = table.column(index).cast(pa.timestamp("us"))
-            table = table.set_column(index, field.name, pc.strftime(naive, format="%Y-%m-%d %H:%M:%S"))
-    return table
 
 
 def _register(environment: TableEnvironment, columns: dict[str, str], folder: str) -> None:
@@ -194,6 +210,28 @@ def _time_queries(environment: TableEnvironment, folders: dict[bool, dict[str, s
                           "input_seconds": sum(scans[s][0] for s in streams),
                           "input_cpu_seconds": sum(scans[s][1] for s in streams),
                           "parallelism": parallelism}), flush=True)
+
+
+def _follow(data: str, folder: str, query: str, window: int, slide: int, parallelism: int, ready: str,
+            stop: str) -> None:
+    """Run ``query`` over the CSV parts arriving under ``folder`` until ``stop`` exists (see the module's text)."""
+    environment = _environment(parallelism, None, latency=True)
+    for stream in STREAMS:
+        schema = pq.read_schema(sorted(glob.glob(os.path.join(data, stream, "*.parquet")))[0])
+        environment.execute_sql(f"CREATE TEMPORARY TABLE {stream} ({_column_list(schema)}) WITH ("
+                                f"'connector' = 'filesystem', 'path' = '{os.path.join(folder, stream)}', "
+                                "'format' = 'csv', 'source.monitor-interval' = '10 ms')")
+    sql = followed_queries(window, slide)[query]
+    running = environment.execute_sql(f"CREATE TABLE emitted WITH ('connector' = 'print') AS SELECT "
+                                      f"CURRENT_TIMESTAMP AS emitted_at, {FOLLOWED[query]} AS due_by, q.* FROM ({sql}) q")
+    client = running.get_job_client()
+    assert client is not None
+    while client.get_job_status().result().name != "RUNNING":
+        time.sleep(0.05)
+    pathlib.Path(ready).touch()
+    while not os.path.exists(stop):
+        time.sleep(0.05)
+    client.cancel().result()
 
 
 def _value(text: str, kind: str) -> object:
@@ -311,7 +349,14 @@ def main() -> None:
     parser.add_argument("--slide", type=int, default=2)
     parser.add_argument("--parallelism", type=int, default=1)
     parser.add_argument("--queries", nargs="*", help="query names (default: all)")
+    parser.add_argument("--follow", help="run the one query of --queries over CSV parts arriving in this folder")
+    parser.add_argument("--ready", help="with --follow: touched once the job runs")
+    parser.add_argument("--stop", help="with --follow: the job is cancelled when this file appears")
     arguments = parser.parse_args()
+    if arguments.follow:
+        _follow(arguments.data, arguments.follow, arguments.queries[0], arguments.window, arguments.slide,
+                arguments.parallelism, arguments.ready, arguments.stop)
+        return
     if not arguments.data:
         _record(arguments)
         return

@@ -13,7 +13,8 @@ text says, because Structured Streaming refuses its shape:
 * q5's maximum count per window is a second aggregation over the first one's windows (chained, in
   append mode), which keeps the auctions of each window as a list and picks those at the maximum.
 
-The watermark delay is zero: the events of a part arrive in time order, after every earlier part.
+The watermark delay is zero for the window queries (the events of a part arrive in time order, after every
+earlier part) and one part's length for q4 (``_delay``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.streaming import StreamingQuery
 
 from .parts import PartFiles
 from .queries import check_windows
@@ -89,6 +91,14 @@ QUERIES = {"q1": _q1, "q2": _q2, "q3": _q3, "q4": _q4_highest_bids, "q5": _q5, "
 _WATERMARKED = {"q4", "q5", "q7", "q8"}
 
 
+def _delay(query: str, files: PartFiles) -> str:
+    """The watermark's delay. q4's watermark only bounds its join's state, so it allows a part's length: when
+    parts arrive as they are made, one stream's part can reach a micro-batch before another's, and with no
+    delay the join then drops rows (measured in the latency run). The window queries emit a window when the
+    watermark passes its end, so theirs is zero."""
+    return f"{files.part_seconds} seconds" if query == "q4" else "0 seconds"
+
+
 @dataclass(frozen=True)
 class StreamingRun:
     """One query's run: seconds, input rows and rows held and evicted in state of each micro-batch (summed
@@ -125,21 +135,23 @@ class _CategoryAverages:
         pq.write_table(table, os.path.join(self.path, "part-00000.parquet"))
 
 
-def run_streaming(spark: SparkSession, query: str, files: PartFiles, folder: str, window_seconds: int,
-                  slide_seconds: int, parts_per_batch: int | None = 1) -> StreamingRun:
-    """Run ``query`` over every part of ``files`` to the end (AvailableNow), ``parts_per_batch``
-    parts per micro-batch (None: every part in one), writing its rows as Parquet under ``folder/rows``."""
+def start_streaming(spark: SparkSession, query: str, files: PartFiles, folder: str, window_seconds: int,
+                    slide_seconds: int, parts_per_batch: int | None = 1, watched: str | None = None) -> StreamingQuery:
+    """Start ``query`` writing its rows as Parquet under ``folder/rows``, ``parts_per_batch`` parts per
+    micro-batch (None: whatever has arrived). With ``watched`` (a folder of ``<stream>/`` folders that parts
+    arrive in), it runs until stopped, a micro-batch as soon as new files are there; without, over every part
+    of ``files`` to the end (AvailableNow)."""
     check_windows(window_seconds, slide_seconds)
     # every micro-batch's progress is kept (100 by default)
-    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(len(files.subscripts) + 100))
+    spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(2 * len(files.subscripts) + 100))
 
     def source(stream: str) -> DataFrame:
         schema = spark.read.parquet(files.path(stream, files.subscripts[0])).schema
         reader = spark.readStream.schema(schema)
         if parts_per_batch is not None:
             reader = reader.option("maxFilesPerTrigger", parts_per_batch)
-        frame = reader.parquet(files.stream_folder(stream))
-        return frame.withWatermark("date_time", "0 seconds") if query in _WATERMARKED else frame
+        frame = reader.parquet(os.path.join(watched, stream) if watched else files.stream_folder(stream))
+        return frame.withWatermark("date_time", _delay(query, files)) if query in _WATERMARKED else frame
 
     frame = QUERIES[query](source, window_seconds, slide_seconds)
     rows = os.path.join(folder, "rows")
@@ -148,10 +160,17 @@ def run_streaming(spark: SparkSession, query: str, files: PartFiles, folder: str
         writer = writer.outputMode("update").foreachBatch(_CategoryAverages(rows))
     else:
         writer = writer.outputMode("append").format("parquet").option("path", rows)
-    running = writer.trigger(availableNow=True).start()
+    return writer.start() if watched else writer.trigger(availableNow=True).start()
+
+
+def run_streaming(spark: SparkSession, query: str, files: PartFiles, folder: str, window_seconds: int,
+                  slide_seconds: int, parts_per_batch: int | None = 1) -> StreamingRun:
+    """Run ``query`` over every part of ``files`` to the end (AvailableNow), ``parts_per_batch``
+    parts per micro-batch (None: every part in one), writing its rows as Parquet under ``folder/rows``."""
+    running = start_streaming(spark, query, files, folder, window_seconds, slide_seconds, parts_per_batch)
     running.awaitTermination()
     progress = running.recentProgress
     return StreamingRun([p["durationMs"]["triggerExecution"] / 1000 for p in progress],
-                        [p["numInputRows"] for p in progress], rows,
+                        [p["numInputRows"] for p in progress], os.path.join(folder, "rows"),
                         [sum(o["numRowsTotal"] for o in p["stateOperators"]) for p in progress],
                         [sum(o["numRowsRemoved"] for o in p["stateOperators"]) for p in progress])

@@ -1,0 +1,294 @@
+"""The fixed-rate latency run's pieces (benchmarks/nexmark_latency.py): a feeder that makes one part of every
+stream arrive each period, and each system following the arrivals, with the time each part's output was
+committed.
+
+A part *arrives* when its file of every stream is in the system's input folder (a hard link: it appears
+whole, at once). A part's output is *committed* when every row due by it is stored where a reader sees it:
+
+* ``viewdf``: the maintenance step after the part's ingest returned (every view part it made ready is
+  committed in the catalog). When parts have piled up meanwhile, ViewDF ingests them all and steps once.
+* ``streaming``: Structured Streaming, a micro-batch as soon as new files are there (no trigger interval, no
+  limit on files). A part is committed at the end of the micro-batch that read its last file and, for the
+  window queries, of the one whose file sink wrote the last row due by it (the window it closes; that needs
+  the watermark, i.e. the next part's events).
+* ``naive``: the batch query over what the part's new rows depend on, its rows written.
+* ``flink``: tools/flink_nexmark.py ``--follow`` in .venv-flink, CSV parts (converted before the clock
+  starts), each row stamped as it leaves the query and printed (not committed: Flink gets that for free).
+
+Which rows a part is due by: a row of q1-q3 by its event (q3's by the later of its auction and its person); a
+window's rows by the part whose end closes it (q5, q8), q7's by the part holding the window's end (its rows
+include bids at that instant).
+"""
+
+from __future__ import annotations
+
+import glob
+from collections import Counter
+from collections.abc import Callable
+import json
+import os
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyspark.sql import SparkSession
+
+from viewdf_magic import Warehouse
+from viewdf_magic.nexmark import stream_statements
+from viewdf_magic.nexmark.compare import Windows
+from viewdf_magic.nexmark.parts import STREAMS, PartFiles
+from viewdf_magic.nexmark.queries import QUERY_STREAMS
+from viewdf_magic.nexmark.streaming import start_streaming
+from viewdf_magic.nexmark.views import view_statements
+
+from .flink_csv import write_csv
+from .nexmark_runs import FLINK_PYTHON, REPO, naive_part
+from .process_cpu import tree_cpu_seconds
+
+WINDOW_DUE = {"q5": "starttime", "q7": "window_end", "q8": "starttime"}
+
+
+def due_part(query: str, micros: int, windows: Windows) -> int:
+    """The part a row is due by, from its due column (``WINDOW_DUE``; q1-q3: the event's time) in epoch
+    microseconds."""
+    length = windows.part_seconds * 1_000_000
+    if query in ("q5", "q8"):       # a window's start: the part ending where the window ends
+        return (micros + windows.window_seconds * 1_000_000) // length - 1
+    return micros // length         # an event's time, or q7's window end: the part holding it
+
+
+class Feeder(threading.Thread):
+    """Makes part ``subscripts[k]`` arrive at ``start + k * period`` (seconds): each stream's file linked from
+    ``source(stream, subscript)`` to ``target(stream, subscript)``. ``arrived`` holds each part's arrival
+    (epoch seconds)."""
+
+    def __init__(self, subscripts: tuple[int, ...], period: float, source: Callable[[str, int], str],
+                 target: Callable[[str, int], str]) -> None:
+        super().__init__(daemon=True)
+        self.subscripts, self.period, self.source, self.target = subscripts, period, source, target
+        self.arrived: dict[int, float] = {}
+
+    def run(self) -> None:
+        start = time.time()
+        for index, subscript in enumerate(self.subscripts):
+            time.sleep(max(0.0, start + index * self.period - time.time()))
+            for stream in STREAMS:
+                os.link(self.source(stream, subscript), self.target(stream, subscript))
+            self.arrived[subscript] = time.time()
+
+
+@dataclass
+class Followed:
+    """One system's run: when each part's output was committed (epoch seconds), the CPU-seconds it used from
+    the first arrival to its last commit, and where its rows are."""
+
+    commits: dict[int, float] = field(default_factory=dict)
+    cpu_seconds: float | None = None
+    rows: str | None = None
+    feeder: Feeder | None = None
+
+
+def _arrived(files: PartFiles, subscript: int) -> bool:
+    return all(os.path.exists(files.path(stream, subscript)) for stream in STREAMS)
+
+
+def _arrival_folders(folder: str) -> PartFiles:
+    for stream in STREAMS:
+        os.makedirs(os.path.join(folder, stream), exist_ok=True)
+    return PartFiles(folder, 0, ())
+
+
+def _parquet_feeder(files: PartFiles, folder: str, period: float) -> tuple[PartFiles, Feeder]:
+    """Parts of ``files`` arriving in ``folder`` (same names), one per ``period``."""
+    _arrival_folders(folder)
+    arrived = PartFiles(folder, files.part_seconds, files.subscripts)
+    return arrived, Feeder(files.subscripts, period, files.path, arrived.path)
+
+
+def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str, period: float,
+                  cpu: Callable[[], float]) -> Followed:
+    """Ingest what has arrived, step, and again until every part is in."""
+    warehouse = Warehouse(os.path.join(folder, "warehouse"), spark=spark, progress=False)
+    warehouse.run(stream_statements(partition_length_seconds=files.part_seconds))
+    warehouse.run(view_statements(windows.window_seconds, windows.slide_seconds, files.part_seconds)[query])
+    warehouse.set_maintenance("manual")
+    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
+    followed = Followed(rows=os.path.join(folder, "warehouse"), feeder=feeder)
+    pending = list(files.subscripts)
+    feeder.start()
+    used = cpu()
+    while pending:
+        while not _arrived(arrived, pending[0]):
+            time.sleep(0.005)
+        batch = []
+        while len(batch) < len(pending) and _arrived(arrived, pending[len(batch)]):
+            batch.append(pending[len(batch)])
+        for stream in QUERY_STREAMS[query]:
+            warehouse.ingest(stream, spark.read.parquet(*(arrived.path(stream, s) for s in batch)))
+        warehouse.step(n=None)
+        committed = time.time()
+        followed.commits.update(dict.fromkeys(batch, committed))
+        pending = pending[len(batch):]
+    followed.cpu_seconds = cpu() - used
+    return followed
+
+
+def follow_naive(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str, period: float,
+                 cpu: Callable[[], float]) -> Followed:
+    """The batch query per part, as each arrives."""
+    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
+    followed = Followed(rows=os.path.join(folder, "rows"), feeder=feeder)
+    feeder.start()
+    used = cpu()
+    for subscript in files.subscripts:
+        while not _arrived(arrived, subscript):
+            time.sleep(0.005)
+        naive_part(spark, arrived, query, windows, subscript, followed.rows)
+        followed.commits[subscript] = time.time()
+    followed.cpu_seconds = cpu() - used
+    return followed
+
+
+def follow_streaming(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str,
+                     period: float, cpu: Callable[[], float]) -> Followed:
+    """A streaming query over the arrival folders; commits read back from its progress, its source log and
+    its sink's files (see the module's text)."""
+    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
+    running = start_streaming(spark, query, files, folder, windows.window_seconds, windows.slide_seconds,
+                              parts_per_batch=None, watched=arrived.folder)
+    feeder.start()
+    used = cpu()
+    feeder.join()
+    running.processAllAvailable()
+    cpu_seconds = cpu() - used
+    running.stop()
+    ends = {p["batchId"]: _epoch(p["timestamp"]) + p["durationMs"]["triggerExecution"] / 1000
+            for p in running.recentProgress}
+    read = _read_batches(os.path.join(folder, "checkpoint", "sources"), running.recentProgress)
+    commits = {s: ends[max(read[_named(arrived.path(stream, s))] for stream in QUERY_STREAMS[query])]
+               for s in files.subscripts}
+    if query in WINDOW_DUE:
+        for written, due in _sink_files(os.path.join(folder, "rows"), query, windows):
+            end = min(end for end in ends.values() if end >= written)     # the batch that wrote it
+            for subscript in due:
+                commits[subscript] = max(commits.get(subscript, end), end)
+    return Followed(commits, cpu_seconds, os.path.join(folder, "rows"), feeder)
+
+
+def _epoch(stamp: str) -> float:
+    """A progress report's ``timestamp`` (ISO 8601, UTC) in epoch seconds."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+
+
+def _read_batches(sources: str, progress: list) -> dict[str, int]:
+    """Each input file (``_named``) and the micro-batch that read it. A file source's log numbers its entries
+    by its own offset, which no-data batches do not advance; each batch's progress gives the offset it read
+    up to, per source (its description names the source's folder). Compacted logs keep every entry."""
+    first: dict[tuple[str, int], int] = {}
+    for report in sorted(progress, key=lambda p: p["batchId"]):
+        for source in report["sources"]:
+            offset = source["endOffset"]
+            offset = json.loads(offset) if isinstance(offset, str) else offset
+            if offset is not None:
+                stream = source["description"].rstrip("]/").rsplit("/", 1)[-1]
+                first.setdefault((stream, offset["logOffset"]), report["batchId"])
+    read: dict[str, int] = {}
+    for log in glob.glob(os.path.join(sources, "*", "*")):
+        with open(log) as lines:
+            for line in lines:
+                if line.startswith("{"):
+                    entry = json.loads(line)
+                    read[_named(entry["path"])] = first[(_named(entry["path"]).split("/")[0], entry["batchId"])]
+    return read
+
+
+def _named(path: str) -> str:
+    """A part file's stream and name (``bid/part-000000000001.parquet``), from a path or a URI."""
+    return "/".join(path.rstrip("/").split("/")[-2:])
+
+
+def _sink_files(rows: str, query: str, windows: Windows) -> list[tuple[float, set[int]]]:
+    """Each file the sink wrote: when (its modification time, epoch seconds) and the parts its rows are due by."""
+    found = []
+    for path in glob.glob(os.path.join(rows, "part-*.parquet")):
+        # Spark writes timestamps as INT96, which pyarrow reads in nanoseconds
+        stamps = pq.read_table(path, columns=[WINDOW_DUE[query]]).column(0).cast(pa.timestamp("us")).cast(pa.int64())
+        found.append((os.path.getmtime(path), {due_part(query, micros, windows) for micros in stamps.to_pylist()}))
+    return found
+
+
+def follow_flink(files: PartFiles, query: str, windows: Windows, folder: str, period: float, csv: str,
+                 parallelism: int, last: int) -> Followed:
+    """tools/flink_nexmark.py ``--follow`` over CSV parts (``csv/<stream>/part-<subscript>.csv``); stopped once
+    its rows due by part ``last`` are out (or 30 s and 5 periods after the last arrival)."""
+    _arrival_folders(os.path.join(folder, "in"))
+    feeder = Feeder(files.subscripts, period, lambda stream, s: _csv_path(csv, stream, s),
+                    lambda stream, s: _csv_path(os.path.join(folder, "in"), stream, s))
+    ready, stop, printed = (os.path.join(folder, name) for name in ("ready", "stop", "printed.txt"))
+    command = [str(FLINK_PYTHON), str(REPO / "tools" / "flink_nexmark.py"), "--data", files.folder, "--follow",
+               os.path.join(folder, "in"), "--queries", query, "--ready", ready, "--stop", stop, "--parallelism",
+               str(parallelism), "--window", str(windows.window_seconds), "--slide", str(windows.slide_seconds)]
+    with open(printed, "w") as out, open(os.path.join(folder, "flink.log"), "w") as log:
+        process = subprocess.Popen(command, stdout=out, stderr=log)
+        while not os.path.exists(ready):
+            if process.poll() is not None:
+                raise RuntimeError(f"flink --follow ended before its job ran: see {folder}/flink.log")
+            time.sleep(0.05)
+        used = tree_cpu_seconds(process.pid)
+        feeder.start()
+        feeder.join()
+        deadline = time.time() + max(30.0, 5 * period)
+        while time.time() < deadline and last not in _printed(printed, query, windows):
+            time.sleep(0.1)
+        time.sleep(0.5)
+        cpu_seconds = tree_cpu_seconds(process.pid) - used
+        open(stop, "w").close()
+        process.wait(timeout=120)
+    return Followed(_printed(printed, query, windows), cpu_seconds, printed, feeder)
+
+
+def _csv_path(folder: str, stream: str, subscript: int) -> str:
+    return os.path.join(folder, stream, f"part-{subscript:012d}.csv")
+
+
+def _printed_rows(path: str, query: str, windows: Windows) -> list[tuple[int, float]]:
+    """Flink's printed rows (``+I[emitted_at, due_by, ...]``): each row's due part and emission (epoch seconds).
+    Its queries only insert, so any other change kind is an error."""
+    rows = []
+    with open(path) as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            if "+I[" not in line:
+                raise ValueError(f"Flink printed a row other than an insert: {line[:80]}")
+            emitted, due = line.split("+I[", 1)[1].split(", ", 2)[:2]
+            micros = int(datetime.fromisoformat(due).replace(tzinfo=timezone.utc).timestamp() * 1_000_000)
+            rows.append((due_part(query, micros, windows), _epoch(emitted)))
+    return rows
+
+
+def _printed(path: str, query: str, windows: Windows) -> dict[int, float]:
+    """The last emission of each part's rows."""
+    commits: dict[int, float] = {}
+    for subscript, emitted in _printed_rows(path, query, windows):
+        commits[subscript] = max(commits.get(subscript, 0.0), emitted)
+    return commits
+
+
+def printed_counts(path: str, query: str, windows: Windows) -> dict[int, int]:
+    """How many rows Flink printed per part they are due by."""
+    return dict(Counter(subscript for subscript, _ in _printed_rows(path, query, windows)))
+
+
+def write_csv_parts(files: PartFiles, folder: str) -> str:
+    """Every part as CSV for Flink, under ``folder/<stream>/``."""
+    for stream in STREAMS:
+        os.makedirs(os.path.join(folder, stream), exist_ok=True)
+        for subscript in files.subscripts:
+            path = files.path(stream, subscript)
+            write_csv([path], pq.read_schema(path), _csv_path(folder, stream, subscript))
+    return folder

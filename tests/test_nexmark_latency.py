@@ -1,0 +1,88 @@
+"""The fixed-rate latency run's measuring (benchmarks/nexmark_follow.py, benchmarks/nexmark_latency.py): which
+part a row is due by, the percentile, Flink's printed rows, and ViewDF and Structured Streaming following
+parts as a feeder makes them arrive, on the small configuration of tests/nexmark (6 parts of 2 s, 4 s windows
+sliding by 2 s). Rows are checked against the batch query; the latencies themselves are benchmark figures,
+not asserted here."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.nexmark import equals_batch_query
+from benchmarks.nexmark_follow import _printed_rows, due_part, follow_streaming, follow_viewdf
+from benchmarks.nexmark_latency import counted_parts, nearest_rank
+from benchmarks.nexmark_runs import Run
+from nexmark import EVENTS, PART_SECONDS, SLIDE_SECONDS, WINDOW_SECONDS
+from viewdf_magic.nexmark import NexmarkConfig
+from viewdf_magic.nexmark.compare import Windows
+from viewdf_magic.nexmark.parts import STREAMS, write_parts
+
+WINDOWS = Windows(WINDOW_SECONDS, SLIDE_SECONDS, PART_SECONDS)
+SECOND = 1_000_000
+
+
+@pytest.mark.parametrize(("query", "seconds", "part"), [
+    ("q1", 1000.5, 500), ("q1", 1001.999999, 500), ("q2", 1002, 501), ("q3", 1003.9, 501),
+    ("q5", 1000, 501),    # the window [1000, 1004) closes with the part [1002, 1004)
+    ("q8", 996, 499),     # [996, 1000) closes with [998, 1000)
+    ("q7", 1000, 500),    # the window ending at 1000 keeps bids at 1000 itself, in the part [1000, 1002)
+])
+def test_a_row_is_due_by_the_part_of_its_event_or_of_the_end_of_its_window(query, seconds, part):
+    assert due_part(query, int(seconds * SECOND), WINDOWS) == part
+
+
+def test_the_nearest_rank_percentile():
+    assert nearest_rank([5.0, 1.0, 4.0, 2.0, 3.0], 0.5) == 3.0
+    assert nearest_rank([5.0, 1.0, 4.0, 2.0, 3.0], 0.99) == 5.0
+    assert nearest_rank([float(v) for v in range(1, 201)], 0.99) == 198.0
+    assert nearest_rank([7.0], 0.99) == 7.0
+
+
+def test_flinks_printed_rows_give_each_rows_part_and_emission(tmp_path):
+    printed = tmp_path / "printed.txt"
+    printed.write_text("+I[2026-11-30T03:17:54.127Z, 2015-07-14T23:59:52, 1100, 809, 2015-07-14T23:59:52]\n"
+                       "2> +I[2026-11-30T03:17:55.5Z, 2015-07-14T23:59:54.000100, a, b, c]\n\n")
+    rows = _printed_rows(str(printed), "q5", WINDOWS)
+    start = 1436918392      # 2015-07-14 23:59:52 UTC
+    assert [part for part, _ in rows] == [(start + 4) // 2 - 1, (start + 2 + 4) // 2 - 1]
+    assert [round(emitted, 3) for _, emitted in rows] == [1796008674.127, 1796008675.5]
+    printed.write_text("-U[2026-11-30T03:17:54.127Z, 2015-07-14T23:59:52, 1]\n")
+    with pytest.raises(ValueError, match="other than an insert"):
+        _printed_rows(str(printed), "q5", WINDOWS)
+
+
+@pytest.fixture(scope="module")
+def parts(spark, tmp_path_factory):
+    files = write_parts(NexmarkConfig(**EVENTS), tmp_path_factory.mktemp("latency") / "parts", PART_SECONDS)
+    return files
+
+
+def _every_event(spark, files):
+    for stream in STREAMS:
+        spark.read.parquet(files.stream_folder(stream)).createOrReplaceTempView(stream)
+
+
+@pytest.mark.parametrize("query", ["q5", "q3"])
+def test_structured_streaming_commits_a_window_only_after_the_next_parts_events(spark, parts, tmp_path, query):
+    """Its rows equal the batch query's; every part commits after it arrived, and a window (q5) only once the
+    next part has arrived, since only its events move the watermark past the window's end."""
+    followed = follow_streaming(spark, parts, query, WINDOWS, str(tmp_path), 0.3, lambda: 0.0)
+    arrived = followed.feeder.arrived
+    assert set(followed.commits) >= set(parts.subscripts)
+    assert all(followed.commits[s] >= arrived[s] for s in parts.subscripts)
+    _every_event(spark, parts)
+    if query == "q5":
+        closing = [s for s in counted_parts(spark, parts, query, WINDOWS, 0) if s + 1 in arrived]
+        assert closing and all(followed.commits[s] >= arrived[s + 1] for s in closing)
+    assert equals_batch_query(spark, Run("streaming", query, 0, rows=followed.rows), parts, WINDOWS)
+
+
+def test_viewdf_follows_the_arrivals_and_keeps_the_batch_querys_rows(spark, parts, tmp_path):
+    used = iter([1.0, 3.5])
+    followed = follow_viewdf(spark, parts, "q5", WINDOWS, str(tmp_path), 0.3, lambda: next(used))
+    arrived = followed.feeder.arrived
+    assert sorted(followed.commits) == list(parts.subscripts)
+    assert all(followed.commits[s] >= arrived[s] for s in parts.subscripts)
+    assert followed.cpu_seconds == 2.5
+    _every_event(spark, parts)
+    assert equals_batch_query(spark, Run("viewdf", "q5", 0, rows=followed.rows), parts, WINDOWS)
