@@ -80,6 +80,13 @@ class Feeder(threading.Thread):
                 os.link(self.source(stream, subscript), self.target(stream, subscript))
             self.arrived[subscript] = time.time()
 
+    def wait_for(self, subscript: int) -> None:
+        """Return once part ``subscript`` has arrived; raise if the feeder stopped before it."""
+        while subscript not in self.arrived:
+            if not self.is_alive() and subscript not in self.arrived:
+                raise RuntimeError(f"the feeder stopped before part {subscript} arrived")
+            time.sleep(0.005)
+
 
 @dataclass
 class Followed:
@@ -92,14 +99,9 @@ class Followed:
     feeder: Feeder | None = None
 
 
-def _arrived(files: PartFiles, subscript: int) -> bool:
-    return all(os.path.exists(files.path(stream, subscript)) for stream in STREAMS)
-
-
-def _arrival_folders(folder: str) -> PartFiles:
+def _arrival_folders(folder: str) -> None:
     for stream in STREAMS:
         os.makedirs(os.path.join(folder, stream), exist_ok=True)
-    return PartFiles(folder, 0, ())
 
 
 def _parquet_feeder(files: PartFiles, folder: str, period: float) -> tuple[PartFiles, Feeder]:
@@ -122,11 +124,8 @@ def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Wi
     feeder.start()
     used = cpu()
     while pending:
-        while not _arrived(arrived, pending[0]):
-            time.sleep(0.005)
-        batch = []
-        while len(batch) < len(pending) and _arrived(arrived, pending[len(batch)]):
-            batch.append(pending[len(batch)])
+        feeder.wait_for(pending[0])
+        batch = [s for s in pending if s in feeder.arrived]      # the feeder's parts arrive in order
         for stream in QUERY_STREAMS[query]:
             warehouse.ingest(stream, spark.read.parquet(*(arrived.path(stream, s) for s in batch)))
         warehouse.step(n=None)
@@ -141,13 +140,13 @@ def follow_naive(spark: SparkSession, files: PartFiles, query: str, windows: Win
                  cpu: Callable[[], float]) -> Followed:
     """The batch query per part, as each arrives."""
     arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
-    followed = Followed(rows=os.path.join(folder, "rows"), feeder=feeder)
+    rows = os.path.join(folder, "rows")
+    followed = Followed(rows=rows, feeder=feeder)
     feeder.start()
     used = cpu()
     for subscript in files.subscripts:
-        while not _arrived(arrived, subscript):
-            time.sleep(0.005)
-        naive_part(spark, arrived, query, windows, subscript, followed.rows)
+        feeder.wait_for(subscript)
+        naive_part(spark, arrived, query, windows, subscript, rows)
         followed.commits[subscript] = time.time()
     followed.cpu_seconds = cpu() - used
     return followed
