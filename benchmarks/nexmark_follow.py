@@ -5,8 +5,9 @@ committed.
 A part *arrives* when its file of every stream is in the system's input folder (a hard link: it appears
 whole, at once). A part's output is *committed* when every row due by it is stored where a reader sees it:
 
-* ``viewdf``: the maintenance step after the part's ingest returned (every view part it made ready is
-  committed in the catalog). When parts have piled up meanwhile, ViewDF ingests them all and steps once.
+* ``viewdf``: the part's last ingest returned, under AUTO maintenance (every view part it made ready is
+  committed in the catalog; a view that projects a stream's part is written in the ingest's own job). When
+  parts have piled up meanwhile, ViewDF ingests them all at once.
 * ``streaming``: Structured Streaming, a micro-batch as soon as new files are there (no trigger interval, no
   limit on files). A part is committed at the end of the micro-batch that read its last file and, for the
   window queries, of the one whose file sink wrote the last row due by it (the window it closes; that needs
@@ -113,11 +114,11 @@ def _parquet_feeder(files: PartFiles, folder: str, period: float) -> tuple[PartF
 
 def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str, period: float,
                   cpu: Callable[[], float]) -> Followed:
-    """Ingest what has arrived, step, and again until every part is in."""
+    """Ingest what has arrived (AUTO maintenance: each ingest computes the view parts it makes ready), and again
+    until every part is in."""
     warehouse = Warehouse(os.path.join(folder, "warehouse"), spark=spark, progress=False)
     warehouse.run(stream_statements(partition_length_seconds=files.part_seconds))
     warehouse.run(view_statements(windows.window_seconds, windows.slide_seconds, files.part_seconds)[query])
-    warehouse.set_maintenance("manual")
     arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
     followed = Followed(rows=os.path.join(folder, "warehouse"), feeder=feeder)
     pending = list(files.subscripts)
@@ -128,7 +129,6 @@ def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Wi
         batch = [s for s in pending if s in feeder.arrived]      # the feeder's parts arrive in order
         for stream in QUERY_STREAMS[query]:
             warehouse.ingest(stream, spark.read.parquet(*(arrived.path(stream, s) for s in batch)))
-        warehouse.step(n=None)
         committed = time.time()
         followed.commits.update(dict.fromkeys(batch, committed))
         pending = pending[len(batch):]

@@ -19,16 +19,18 @@ import pytest
 from test_range_steps import stored_parts
 
 from viewdf_magic.errors import ViewDFError
-from viewdf_magic.network_example import NETWORK_DDL
+from viewdf_magic.network_example import NETWORK_DDL, stream_ddl
 from viewdf_magic.catalog.model import Slice
 
 START = pd.Timestamp("2015-01-01 10:00:00")
 VIEWS = [
+    "CREATE VIEW Lossy AS INITIALIZE Lossy[i] AS SELECT src, 2 * loss AS twice FROM M[i] WHERE loss > 12 "
+    "UPDATE Lossy[j] AS SELECT src, 2 * loss AS twice FROM M[j] WHERE loss > 12 PARTITION LENGTH 60",
     "CREATE VIEW Rising AS SELECT src, a.ts AS since, count(*) AS ct, max(loss) AS peak FROM M PATTERN (a, b+) "
     "WHERE b.loss > a.loss AND b[i].loss > b[i-1].loss GROUP BY src CONTIGUITY EVENTS",
     "CREATE VIEW Loss3 AS SELECT src, sum(loss) AS total, count(*) AS n FROM M [WINDOW 3 MINUTES] GROUP BY src",
 ]
-NAMES = ["Helper", "View2", "Rising__helper", "Rising", "Loss3__pre", "Loss3__sum", "Loss3"]
+NAMES = ["Lossy", "Helper", "View2", "Rising__helper", "Rising", "Loss3__pre", "Loss3__sum", "Loss3"]
 
 
 QUIET = (5, 6, 7, 11, 14, 15)        # minutes without rows
@@ -89,8 +91,13 @@ def test_fused_and_declared_parts_equal_parts_computed_alone(spark, make_warehou
 
     catalog = warehouse.catalog
     helper_id = catalog.get("Helper").id
-    view2 = [Slice.parse(f) for meta in catalog.state("View2").parts.values() for f in meta.folders]
+    # after the first batch, whose Helper[i] (INITIALIZE, a projection of M[i]) was written with M's rows
+    first_batch_end = START.value // 10**9 // 60 + 4
+    view2 = [Slice.parse(f) for s, meta in catalog.state("View2").parts.items() if s >= first_batch_end
+             for f in meta.folders]
     assert view2 and all(s.folder.startswith(f"data/{helper_id}/") and s.column for s in view2)   # fused
+    lossy = [Slice.parse(f) for meta in catalog.state("Lossy").parts.values() for f in meta.folders]
+    assert lossy and all(s.folder.startswith(f"data/{catalog.get('M').id}/") and s.column for s in lossy)  # with M's
     carried = [(s, Slice.parse(f).part) for s, meta in catalog.state("Rising__helper").parts.items()
                for f in meta.folders]
     assert any(part != s for s, part in carried)          # a quiet minute holds an earlier part's runs
@@ -155,8 +162,70 @@ def test_explain_says_which_parts_need_no_job(warehouse):
     assert "View2's parts need no Spark job of their own: its UPDATE is a projection of Helper[j]" in view2
     helper = warehouse.explain_view("Helper").detail
     assert "Helper's parts run Spark jobs of their own: its UPDATE query is not a projection of one part of " \
-           "another view (it reads more than one input)." in helper
+           "another view or a stream (it reads more than one input)." in helper
     rising = warehouse.explain_view("Rising").detail
     assert "any part when M[j] IS EMPTY (declared EMPTY WHEN)" in rising
     assert "An UPDATE part is recorded as holding the previous part's rows, without a Spark job, when M[j] IS EMPTY " \
            "(declared UNCHANGED WHEN)." in rising
+
+
+LOSSY = VIEWS[0]
+
+
+def measurements(minute: int, losses: list[int]) -> pd.DataFrame:
+    start = START + pd.Timedelta(minutes=minute)
+    return pd.DataFrame({"ts": [start + pd.Timedelta(seconds=n) for n in range(len(losses))],
+                         "src": [f"s{n}" for n in range(len(losses))], "dest": ["d"] * len(losses), "loss": losses})
+
+
+def lossy_oracle(batches: list[pd.DataFrame]) -> dict[int, list[tuple[str, int]]]:
+    """Lossy's parts, from every row M received (pandas)."""
+    rows = pd.concat(batches, ignore_index=True)
+    kept = rows[rows["loss"] > 12]
+    parts: dict[int, list[tuple[str, int]]] = {}
+    for ts, src, loss in zip(kept["ts"], kept["src"], kept["loss"]):
+        parts.setdefault(ts.value // 10**9 // 60, []).append((src, 2 * int(loss)))
+    return {s: sorted(r) for s, r in parts.items()}
+
+
+def test_a_projection_of_a_stream_is_written_in_the_ingest_job_and_late_rows_repair_it(spark, warehouse):
+    """Under AUTO maintenance, a view that projects the stream's part gets no job of its own: the batch's
+    write holds its rows. A batch with late rows and a new part writes the new part with it, and the late
+    part is repaired as usual."""
+    warehouse.execute(stream_ddl("M"))
+    warehouse.execute(LOSSY)
+    batches = [measurements(0, [13, 5]), measurements(1, [20])]
+    warehouse.ingest("M", pd.concat(batches[:2], ignore_index=True))     # two parts in one batch
+    batches.append(measurements(2, [30, 1, 14]))
+    jobs = spark_jobs(spark, "lossy-one-part", lambda: warehouse.ingest("M", batches[-1]))
+    assert jobs == 1                     # the write of the batch, Lossy's part with it
+    late = pd.concat([measurements(1, [99]).assign(src="late"), measurements(4, [50])], ignore_index=True)
+    batches.append(late)
+    report = warehouse.ingest("M", late)
+    first = START.value // 10**9 // 60
+    fused = {s.subscript - first: s.fused_into for s in report.steps if s.fused_into}
+    assert fused == {3: f"M[{first + 3}]", 4: f"M[{first + 4}]"}     # minute 3 sealed empty on the way
+    assert [(s.subscript - first, s.repair) for s in report.steps if s.repair] == [(1, "changed")]
+    stored = {s: sorted(rows) for s, (rows, *_) in stored_parts(warehouse, "Lossy").items() if rows}
+    assert stored == lossy_oracle(batches)
+    assert warehouse.catalog.state("Lossy").parts[first + 3].rows == 0
+
+
+def test_a_failing_projection_of_a_stream_fails_its_own_view_and_not_the_batch(warehouse):
+    warehouse.execute(stream_ddl("M"))
+    warehouse.execute(LOSSY)
+    warehouse.execute("CREATE VIEW Bad AS INITIALIZE Bad[j] AS SELECT src, CAST(dest AS INT) AS d FROM M[j] "
+                      "UPDATE Bad[j] AS SELECT src, CAST(dest AS INT) AS d FROM M[j] PARTITION LENGTH 60")
+    warehouse.ingest("M", measurements(0, [13, 5]))
+    assert warehouse.catalog.state("M").parts and warehouse.catalog.state("Lossy").parts
+    assert not warehouse.catalog.state("Bad").parts
+    [failure] = warehouse.maintainer.failures
+    assert failure.view == "Bad" and "CAST(dest AS INT)" in str(failure.error)
+
+
+def test_manual_maintenance_writes_no_view_with_the_batch(warehouse):
+    warehouse.execute(stream_ddl("M") + "; SET MAINTENANCE MANUAL")
+    warehouse.execute(LOSSY)
+    report = warehouse.ingest("M", measurements(0, [13]))
+    assert report.steps == [] and not warehouse.catalog.state("Lossy").parts
+    assert [(r.view, r.rows) for r in warehouse.step()] == [("Lossy", 1)]

@@ -70,8 +70,8 @@ class Engine:
         self.repairer = Repairer(self.catalog, maintainer.timeline, maintainer.clause, maintainer.repair_run,
                                  maintainer.run_limit)
         self.retention = Retention(self.catalog, maintainer.timeline, maintainer.compiled, maintainer.clause)
-        self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention,
-                                 self.maintainer.unique_key_sets)
+        self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention, maintainer,
+                                 lambda: self.maintenance == "auto")
         self.corrector = Corrector(self.spark, self.catalog, self.store, self.ingester, maintainer.runner.named)
         self.writer = WriterLock(self.fs, lock_timeout, status=progress)
         self.reads = Reads(self.spark, self.catalog, self.maintainer)
@@ -263,7 +263,8 @@ class Engine:
     def maintain_after(self, report: IngestReport | ChangeReport) -> float:
         """Maintain after ``report``'s batch was published (``maintain``), recording on it the steps and the
         late-data repair (failures are in ``maintainer.failures``); the seconds it took."""
-        report.steps, seconds = timed(self.maintain)
+        steps, seconds = timed(self.maintain)
+        report.steps = [*report.steps, *steps]      # the view parts written with the batch first
         report.repair = self.last_repair
         return seconds
 

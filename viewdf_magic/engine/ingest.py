@@ -17,11 +17,12 @@ from ..catalog.model import ObjectDef, PartMeta, Slice
 from ..errors import RowsRefused
 from ..language.statements import ClauseKind
 from ..language.tokens import quote_name
-from ..maintainer.maintainer import StepReport
+from ..maintainer.fusion import Fusion, embed
+from ..maintainer.maintainer import Maintainer, StepReport
 from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
-from ..storage.parts import PartStore
+from ..storage.parts import Batch, PartStore
 from ..storage.slices import PART_COLUMN, Wanted
 from ..timeparts import format_part, subscript_sql
 from ..wording import agreeing, plural
@@ -46,6 +47,7 @@ class IngestReport:
     diverted: int = 0          # rows later than ALLOWED LATENESS that went to the stream's divert table
     diverted_into: str = ""
     source: str = ""           # where the rows came from, said after where they went (" from 1 new file")
+    maintenance_seconds: float = 0.0     # the maintenance after the batch (the views written with it: none)
 
     def __str__(self) -> str:
         text = f"{plural(self.rows, 'row')} into {plural(len(self.parts), 'part')} of {self.stream}{self.source}"
@@ -69,12 +71,13 @@ class Ingester:
     """Writes batches into stream parts and dimension tables."""
 
     def __init__(self, spark: SparkSession, catalog: Catalog, store: PartStore, retention: Retention,
-                 key_sets: Callable[[ObjectDef], list[tuple[str, ...]]]) -> None:
+                 maintainer: Maintainer, fusing: Callable[[], bool]) -> None:
         self.spark = spark
         self.catalog = catalog
         self.store = store
         self.retention = retention
-        self.key_sets = key_sets          # the column sets whose uniqueness per part views ask of a stream
+        self.maintainer = maintainer      # the uniqueness facts views ask of a stream; the views written with it
+        self.fusing = fusing              # whether views are written with a batch (AUTO maintenance)
 
     def append_stream(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt) -> IngestReport:
         """Route rows to parts by timestamp and publish the parts; nothing is published on error.
@@ -84,7 +87,11 @@ class Ingester:
         refused batch's folder is deleted before anything names it. Only a batch spanning several parts
         counts them in a second job (reading the written part numbers); a UNIQUE stream's declaration
         and the uniqueness facts views ask for (``UPDATE .. WHEN X[j] IS UNIQUE``) are checked in one job
-        over the written keys' hashes."""
+        over the written keys' hashes.
+
+        Under AUTO maintenance, the views whose next part is a projection of the stream's part (q1's
+        ``SELECT .. FROM bid[j]``) are written by the same job, as struct columns of the batch
+        (maintainer/fusion.py), and their new parts committed with the stream's."""
         report = IngestReport(definition.name)
         if not frame.columns:
             return report
@@ -92,13 +99,16 @@ class Ingester:
         folder = self.store.new_folder(definition)
         try:
             try:
-                batch = self.store.write_batch(definition, frame, folder)
+                batch, fusions = self._write(definition, frame, folder)
                 self._validate_nulls(definition, batch.nulls, error)
                 if batch.rows == 0:
                     self.store.discard(folder)
                     return report
                 assert batch.first is not None and batch.last is not None     # it has rows
-                parts = {batch.first: batch.rows} if batch.first == batch.last else self.store.part_counts(folder)
+                if batch.first == batch.last:
+                    parts, fused = {batch.first: batch.rows}, {batch.first: batch.counted}
+                else:
+                    parts, fused = self.store.part_counts(folder, batch.embedded)
                 state = self.catalog.state(definition.name)
                 newest = state.newest           # before this batch
                 too_late = self.too_late(definition, parts)
@@ -114,6 +124,8 @@ class Ingester:
                     if parts:
                         self._publish(definition, folder, batch.first, batch.last, parts, facts,
                                       time.perf_counter() - started)
+                        report.steps = self.maintainer.record_batch(definition, fusions, newest, folder,
+                                                                    (batch.first, batch.last), fused)
             except SPARK_ERRORS as exc:
                 raise error(f"cannot store the batch for {definition.name}: {_reason(exc)}; nothing was written") \
                     from None
@@ -130,6 +142,18 @@ class Ingester:
         begin = min(parts) if newest is None else newest + 1
         report.sealed = max(0, max(parts) - begin + 1 - (len(parts) - len(report.late)))
         return report
+
+    def _write(self, definition: ObjectDef, frame: DataFrame, folder: str) -> tuple[Batch, list[Fusion]]:
+        """Write a batch into ``folder`` with the views to write with it; when Spark cannot compute one of
+        them, the batch again without (each view then fails, or not, in its own step)."""
+        fusions = self.maintainer.batch_fusions(definition) if self.fusing() else []
+        if fusions:
+            try:
+                return self.store.write_batch(definition, frame, folder,
+                                              lambda rows: embed(fusions, self.maintainer.runner, rows)), fusions
+            except SPARK_ERRORS:
+                self.store.fs.delete(folder)
+        return self.store.write_batch(definition, frame, folder), []
 
     def _publish(self, definition: ObjectDef, folder: str, first: int, last: int, parts: dict[int, int],
                  facts: dict[int, tuple[tuple[str, ...], ...]], seconds: float) -> None:
@@ -228,7 +252,7 @@ class Ingester:
         ask of it that no two of its rows share (the part's facts). The stored rows of the written parts
         count too, except in ``replaced`` parts (whose rows the written ones replace)."""
         declared = (tuple(c.lower() for c in definition.unique),) if definition.unique else ()
-        asked = [*declared, *self.key_sets(definition)]
+        asked = [*declared, *self.maintainer.unique_key_sets(definition)]
         kept = [s for s in counts if s in self.catalog.state(definition.name).parts and s not in replaced]
         repeats = self._repeats(definition, folder, counts, asked, kept)
         if declared and any(k == 0 for _, k in repeats):

@@ -83,7 +83,7 @@ def ingest(engine: Engine, statement: st.Ingest) -> Result:
         frame = conform_by_name(frame, definition.schema, ViewDFError)
     with engine.refusals_counted():
         report = engine.ingester.append_stream(definition, frame, ViewDFError)
-    engine.maintain_after(report)
+    report.maintenance_seconds = engine.maintain_after(report)
     report.failures = [str(f) for f in engine.maintainer.failures]
     return Result(statement, f"Ingested {report}.", steps=report.steps, ingested=report)
 

@@ -425,13 +425,39 @@ class Maintainer:
             reports.append(report)
         for fusion in fusions:
             for step in run:
-                fused, fused_report = self.writer.fused_part(fusion, step, written.get(step.subscript, {}), folder,
-                                                       (first, last))
+                fused, fused_report = self.writer.fused_part(fusion, definition, step.subscript,
+                                                             written.get(step.subscript, {}), folder, (first, last))
                 actions.append(Part(fusion.view.key, fused))
                 reports.append(dataclasses.replace(fused_report, span=(first, last)))
         if previous is not None and folder and not any(isinstance(action, Part) and action.part.folders
                                                        for action in actions):    # every part came out the same
             self.store.fs.delete(folder)
+        self.catalog.commit(actions)
+        self.history.extend(reports)
+        return reports
+
+    def batch_fusions(self, stream: ObjectDef) -> list[Fusion]:
+        """The views to write with ``stream``'s next batch (``Fuser.batch_fusions``), unless their latest step
+        failed."""
+        if not self.fused_parts:
+            return []
+        return self.fuser.batch_fusions(stream, {failure.view.lower() for failure in self.failures})
+
+    def record_batch(self, stream: ObjectDef, candidates: Sequence[Fusion], newest_before: int | None, folder: str,
+                     span: tuple[int, int], written: dict[int, dict[str | None, Counted]]) -> list[StepReport]:
+        """Record and commit the view parts that a batch of ``stream`` wrote with its rows (``candidates``:
+        the fusions it was written with; ``written``: what each part holds of each), once the batch's parts
+        are published: the stream's ``newest_before`` it and the batch's parts ``span``."""
+        actions: list[Action] = []
+        reports: list[StepReport] = []
+        for candidate in candidates:
+            fusion = self.fuser.batch_parts(candidate, stream, newest_before, span[1])
+            if fusion is None:
+                continue
+            for subscript in fusion.hows:
+                meta, report = self.writer.fused_part(fusion, stream, subscript, written.get(subscript, {}), folder, span)
+                actions.append(Part(fusion.view.key, meta))
+                reports.append(report)
         self.catalog.commit(actions)
         self.history.extend(reports)
         return reports

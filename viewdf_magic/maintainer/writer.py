@@ -109,7 +109,8 @@ class PartWriter:
         actions: list[Action] = [action]
         reports = [report]
         for fusion in fusions:
-            fused_meta, fused_report = self.fused_part(fusion, step, written, folder, (subscript, subscript))
+            fused_meta, fused_report = self.fused_part(fusion, definition, subscript, written, folder,
+                                                       (subscript, subscript))
             actions.append(Part(fusion.view.key, fused_meta))
             reports.append(fused_report)
         self.catalog.commit(actions)
@@ -207,12 +208,12 @@ class PartWriter:
                             None, self._preview_loader(definition, subscript))
         return meta, report
 
-    def fused_part(self, fusion: Fusion, source: PendingStep, written: dict[str | None, Counted], folder: str,
-                    span: tuple[int, int]) -> tuple[PartMeta, StepReport]:
-        """A fused view's part written with ``source``'s part."""
-        how, query = fusion.hows[source.subscript]
-        refs = self.timeline.resolve(query, fusion.view, source.subscript)
-        step = PendingStep(fusion.view, source.subscript, how, query, refs, True)
-        lineage = self.timeline.lineage(refs, (source.view.key, span[1]))
+    def fused_part(self, fusion: Fusion, source: ObjectDef, subscript: int, written: dict[str | None, Counted],
+                   folder: str, span: tuple[int, int]) -> tuple[PartMeta, StepReport]:
+        """A fused view's part ``subscript``, written with ``source``'s (``written``: what the write held of it)."""
+        how, query = fusion.hows[subscript]
+        refs = self.timeline.resolve(query, fusion.view, subscript)
+        step = PendingStep(fusion.view, subscript, how, query, refs, True)
+        lineage = self.timeline.lineage(refs, (source.key, span[1]))
         meta, report = self.recorded(step, written.get(fusion.column), folder, span, 0.0, lineage, fusion.column)
-        return meta, dataclasses.replace(report, fused_into=f"{source.view.name}[{source.subscript}]")
+        return meta, dataclasses.replace(report, fused_into=f"{source.name}[{subscript}]")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any, Callable, Mapping
 
@@ -89,9 +89,14 @@ def _counted(values: Mapping[str, Any] | Row, embedded: Embedded) -> dict[str | 
     """What ``_part_metrics`` found (``values``: observed, or one part's aggregated row) of the part itself (key
     None) and of each embedded view."""
     counted: dict[str | None, Counted] = {None: Counted(int(values["rows"]), checksum_text(values["rows"], values["checksum"]))}
-    for n, (column, _) in enumerate(embedded):
-        counted[column] = Counted(int(values[f"rows{n}"]), checksum_text(values[f"rows{n}"], values[f"checksum{n}"]))
+    counted.update(_embedded_counted(values, embedded))
     return counted
+
+
+def _embedded_counted(values: Mapping[str, Any] | Row, embedded: Embedded) -> dict[str | None, Counted]:
+    """What ``_embedded_metrics`` found of each embedded view."""
+    return {column: Counted(int(values[f"rows{n}"]), checksum_text(values[f"rows{n}"], values[f"checksum{n}"]))
+            for n, (column, _) in enumerate(embedded)}
 
 
 def _key(embedded: Embedded) -> tuple:
@@ -234,7 +239,11 @@ class PartStore:
 
     def _part_metrics(self, schema: StructType, embedded: Embedded) -> list[Column]:
         """What ``write_part`` observes: rows and checksum of the part and of each embedded view."""
-        metrics = [F.expr("count(1) AS rows"), content_checksum(schema).alias("checksum")]
+        return [F.expr("count(1) AS rows"), content_checksum(schema).alias("checksum"), *self._embedded_metrics(embedded)]
+
+    def _embedded_metrics(self, embedded: Embedded) -> list[Column]:
+        """Rows and checksum of each embedded view (``rows0``, ``checksum0``, ...)."""
+        metrics = []
         for n, (column, inner) in enumerate(embedded):
             present, hashed = self._embedded_hash(column, inner)
             metrics += [F.expr(f"count(CASE WHEN {present} THEN 1 END) AS rows{n}"),
@@ -288,21 +297,27 @@ class PartStore:
         for key in [k for k in self.cache if k[0] == definition.id]:
             del self.cache[key]
 
-    def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str) -> "Batch":
+    def write_batch(self, definition: ObjectDef, frame: DataFrame, folder: str,
+                    embed: Callable[[DataFrame], tuple[DataFrame, Embedded]] | None = None) -> "Batch":
         """Write a stream batch into ``folder`` sorted by part, in one Spark job; returns its row count, the
         rows without a timestamp, and its first and last part (the counting of each part is left to
-        ``part_counts``, needed only when it spans several)."""
+        ``part_counts``, needed only when it spans several). ``embed`` adds struct columns to the rows
+        (stamped with their part): views written with the batch, counted and hashed in the same job."""
         length = definition.length
         assert definition.timestamp_column is not None      # every stream has one
         number = subscript_sql(backquote(definition.timestamp_column), length)
         out = frame.withColumns({PART_TIMESTAMP: F.expr(f"timestamp_seconds({number} * {length})"),
-                                 PART_COLUMN: F.expr(number)}).sortWithinPartitions(PART_COLUMN)
+                                 PART_COLUMN: F.expr(number)})
+        embedded: Embedded = ()
+        if embed is not None:
+            out, embedded = embed(out)
         observed = Observation()
-        out.observe(observed, *[F.expr(metric) for metric in (
+        out.sortWithinPartitions(PART_COLUMN).observe(observed, *[F.expr(metric) for metric in (
             "count(1) AS rows", f"count(CASE WHEN {number} IS NULL THEN 1 END) AS nulls", f"min({number}) AS first",
-            f"max({number}) AS last")]).write.parquet(self.fs.uri(folder))
+            f"max({number}) AS last")], *self._embedded_metrics(embedded)).write.parquet(self.fs.uri(folder))
         got = observed.get
-        return Batch(int(got["rows"]), int(got["nulls"]), got["first"], got["last"])
+        return Batch(int(got["rows"]), int(got["nulls"]), got["first"], got["last"], embedded,
+                     _embedded_counted(got, embedded))
 
     def batch_columns(self, definition: ObjectDef, folder: str, columns: list[str]) -> DataFrame:
         """Some columns of a written stream batch with each row's part number (PART_COLUMN), read directly."""
@@ -310,11 +325,15 @@ class PartStore:
         schema = StructType([fields[c] for c in columns] + [StructField(PART_COLUMN, LongType(), True)])
         return self.spark.read.schema(schema).parquet(self.fs.uri(folder))
 
-    def part_counts(self, folder: str) -> dict[int, int]:
-        """Rows per part of a written stream batch (one Spark job reading only the part numbers)."""
-        counted = self.spark.read.schema(StructType([StructField(PART_COLUMN, LongType(), True)])) \
-            .parquet(self.fs.uri(folder)).groupBy(PART_COLUMN).count().collect()
-        return {int(row[PART_COLUMN]): int(row["count"]) for row in counted}
+    def part_counts(self, folder: str, embedded: Embedded = ()) -> tuple[dict[int, int], dict[int, dict[str | None, Counted]]]:
+        """Rows per part of a written stream batch, and what each part holds of each ``embedded`` view (one
+        Spark job reading only the part numbers and those columns)."""
+        schema = StructType([StructField(PART_COLUMN, LongType(), True)]
+                            + [StructField(column, inner, True) for column, inner in embedded])
+        counted = self.spark.read.schema(schema).parquet(self.fs.uri(folder)).groupBy(PART_COLUMN) \
+            .agg(F.count(F.lit(1)).alias("count"), *self._embedded_metrics(embedded)).collect()
+        return ({int(row[PART_COLUMN]): int(row["count"]) for row in counted},
+                {int(row[PART_COLUMN]): _embedded_counted(row, embedded) for row in counted})
 
     def write_table(self, definition: ObjectDef, frame: DataFrame, folder: str) -> int:
         """Write dimension-table rows into ``folder``; returns the row count."""
@@ -335,3 +354,5 @@ class Batch:
     nulls: int                     # rows whose timestamp is NULL
     first: int | None              # its first and last part (None without rows)
     last: int | None
+    embedded: Embedded = ()        # the views written with it (struct columns)
+    counted: dict[str | None, Counted] = field(default_factory=dict)     # of each, over the whole batch
