@@ -13,6 +13,8 @@ from typing import Callable, Iterator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from viewdf_magic.session import LISTING_THRESHOLD
+
 from .process_cpu import tree_cpu_seconds
 
 FIRST_PART = 23668440          # 2015-01-01 10:00 UTC, minute parts
@@ -20,11 +22,13 @@ FIRST_PART = 23668440          # 2015-01-01 10:00 UTC, minute parts
 
 def bench_session(**config: str) -> SparkSession:
     """The same local[2] session shape as the NOTES calibration runs; ``config`` is applied last, so it
-    overrides these defaults (``--shuffle-partitions`` once had no effect: the default came after it)."""
+    overrides these defaults (``--shuffle-partitions`` once had no effect: the default came after it). Every
+    system lists a read's folders in the driver, as a warehouse on local disks does (Spark's default starts
+    a listing job for more than 32 folders or files)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)    # Python workers (UDFs, data sources) on this venv
     settings = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false",
                 "spark.sql.session.timeZone": "UTC", "spark.sql.shuffle.partitions": "4",
-                "spark.driver.memory": "6g", **config}
+                "spark.driver.memory": "6g", LISTING_THRESHOLD: "100000", **config}
     builder = SparkSession.builder.master("local[2]").appName("viewdf-bench")
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -128,7 +128,7 @@ def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Wi
         feeder.wait_for(pending[0])
         batch = [s for s in pending if s in feeder.arrived]      # the feeder's parts arrive in order
         for stream in QUERY_STREAMS[query]:
-            warehouse.ingest(stream, spark.read.parquet(*(arrived.path(stream, s) for s in batch)))
+            warehouse.ingest(stream, files.read(spark, stream, [arrived.path(stream, s) for s in batch]))
         committed = time.time()
         followed.commits.update(dict.fromkeys(batch, committed))
         pending = pending[len(batch):]

@@ -68,7 +68,7 @@ def run_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Windo
     run = Run("viewdf", query, _cores(spark), rows=folder)
     for subscript in files.subscripts:
         started = time.perf_counter()
-        reports = [warehouse.ingest(stream, spark.read.parquet(files.path(stream, subscript)))
+        reports = [warehouse.ingest(stream, files.read(spark, stream, [files.path(stream, subscript)]))
                    for stream in QUERY_STREAMS[query]]
         seconds = time.perf_counter() - started
         run.part_seconds.append(seconds)
@@ -92,7 +92,7 @@ def run_viewdf_backlog(spark: SparkSession, files: PartFiles, query: str, window
     warehouse.run(stream_statements(partition_length_seconds=files.part_seconds))
     warehouse.run(view_statements(windows.window_seconds, windows.slide_seconds, files.part_seconds)[query])
     started = time.perf_counter()
-    reports = [warehouse.ingest(stream, spark.read.parquet(files.stream_folder(stream))) for stream in QUERY_STREAMS[query]]
+    reports = [warehouse.ingest(stream, files.read(spark, stream)) for stream in QUERY_STREAMS[query]]
     seconds = time.perf_counter() - started
     return Run("viewdf", query, _cores(spark), part_seconds=[seconds],
                ingest_seconds=[seconds - sum(report.maintenance_seconds for report in reports)], rows=folder)
@@ -109,7 +109,7 @@ def run_streaming_backlog(spark: SparkSession, files: PartFiles, query: str, win
 def run_naive_backlog(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str) -> Run:
     """The batch query once over every event, its rows written as Parquet."""
     for stream in QUERY_STREAMS[query]:
-        spark.read.parquet(files.stream_folder(stream)).createOrReplaceTempView(stream)
+        files.read(spark, stream).createOrReplaceTempView(stream)
     run = Run("naive", query, _cores(spark), rows=os.path.join(folder, "rows"))
     started = time.perf_counter()
     spark.sql(nexmark_queries(windows.window_seconds, windows.slide_seconds)[query]).write.parquet(run.rows)
@@ -152,7 +152,7 @@ def naive_part(spark: SparkSession, files: PartFiles, query: str, windows: Windo
     if not parts:
         return
     for stream in QUERY_STREAMS[query]:
-        spark.read.parquet(*(files.path(stream, s) for s in parts)).createOrReplaceTempView(stream)
+        files.read(spark, stream, [files.path(stream, s) for s in parts]).createOrReplaceTempView(stream)
     result = spark.sql(nexmark_queries(windows.window_seconds, windows.slide_seconds)[query])
     column = windows.window_column(query)
     if column is not None:

@@ -11,13 +11,15 @@ from typing import Callable
 from pyspark.sql import SparkSession
 
 EMBEDDED_APP = "viewdf"
+# Spark lists the files of a read of more than this many folders in a Spark job of its own
+LISTING_THRESHOLD = "spark.sql.sources.parallelPartitionDiscovery.threshold"
 EMBEDDED_CONFIG = {
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.shuffle.partitions": "4",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    LISTING_THRESHOLD: "100000",
     "spark.driver.memory": "4g",
     # errors only from the JVM's start on (setLogLevel comes too late for start-up warnings)
     "spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=" + (
@@ -114,3 +116,12 @@ def prepare(spark: SparkSession) -> SparkSession:
     if spark.conf.get("spark.sql.session.timeZone") != "UTC":
         spark.conf.set("spark.sql.session.timeZone", "UTC")
     return spark
+
+
+def list_in_driver(spark: SparkSession) -> None:
+    """For a warehouse on local disks: list the folders of a read in the driver however many there are.
+    Spark's default lists more than 32 in a Spark job of its own, so reading a history of parts (``X[.. j]``,
+    a window's chunks) took a job more than its step needed, where listing takes milliseconds. A
+    threshold the session set (not the default) is kept."""
+    if spark.conf.get(LISTING_THRESHOLD) == "32":
+        spark.conf.set(LISTING_THRESHOLD, EMBEDDED_CONFIG[LISTING_THRESHOLD])

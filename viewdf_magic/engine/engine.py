@@ -14,6 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from ..catalog.actions import Drop, Setting, SinkBatch, TooLate
 from ..catalog.catalog import Catalog
 from ..catalog.backends import open_filesystem
+from ..catalog.local_fs import LocalFileSystem
 from ..catalog.lock import WriterLock
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from . import catalog_tables
@@ -35,7 +36,7 @@ from ..maintainer.timeline import ResolvedRef
 from ..storage.spark_errors import check_runtime
 from ..maintainer.verification import lifted_plan, verify_history, verify_runs
 from ..maintainer.views import catalog_lookup
-from ..session import embedded_session, is_connect_session, prepare
+from ..session import embedded_session, is_connect_session, list_in_driver, prepare
 from ..storage.data_source import ViewDFDataSource
 from ..storage.parts import PartStore
 from ..storage.shared_storage import check_shared_storage
@@ -56,6 +57,8 @@ class Engine:
                  lock_timeout: float | None = None) -> None:
         self.spark = prepare(spark) if spark is not None else embedded_session()
         self.fs = open_filesystem(self.spark, path)
+        if isinstance(self.fs, LocalFileSystem):
+            list_in_driver(self.spark)
         if is_connect_session(self.spark):
             check_shared_storage(self.spark, self.fs)
         self.path = self.fs.root

@@ -5,14 +5,17 @@ part)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
 
 from .generator import SCHEMAS, NexmarkConfig, generate_chunks
 
@@ -34,6 +37,17 @@ class PartFiles:
     def stream_folder(self, stream: str) -> str:
         """The folder holding every part file of ``stream``."""
         return os.path.join(self.folder, stream)
+
+    def read(self, spark: SparkSession, stream: str, paths: Sequence[str] = ()) -> DataFrame:
+        """``stream``'s part files ``paths`` (default: all of them) with the schema of its first part's file,
+        found once: like a file source's, it is given, not inferred at every read (a job of its own)."""
+        schema = _schema(spark, self.path(stream, self.subscripts[0]))
+        return spark.read.schema(schema).parquet(*(paths or [self.stream_folder(stream)]))
+
+
+@functools.lru_cache(maxsize=64)
+def _schema(spark: SparkSession, path: str) -> StructType:
+    return spark.read.parquet(path).schema
 
 
 def _subscripts(table: pa.Table, part_seconds: int) -> np.ndarray:

@@ -146,8 +146,7 @@ def start_streaming(spark: SparkSession, query: str, files: PartFiles, folder: s
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(2 * len(files.subscripts) + 100))
 
     def source(stream: str) -> DataFrame:
-        schema = spark.read.parquet(files.path(stream, files.subscripts[0])).schema
-        reader = spark.readStream.schema(schema)
+        reader = spark.readStream.schema(files.read(spark, stream).schema)
         if parts_per_batch is not None:
             reader = reader.option("maxFilesPerTrigger", parts_per_batch)
         frame = reader.parquet(os.path.join(watched, stream) if watched else files.stream_folder(stream))
