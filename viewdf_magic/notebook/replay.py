@@ -192,7 +192,8 @@ class Replay:
         if not own:
             return None
         helpers = [s for s in steps if self._owner(s.view) == view.key]
-        # a part fused into another view's step was computed by that step's Spark job: count its time once
+        # a part fused into another view's step was computed by that step's Spark job: count its time once; one
+        # written with the stream's batch (fused into M[5], say) adds only its column to the ingest, uncounted
         named = {f"{s.view}[{s.subscript}]": s for s in steps}
         jobs = list({id(s): s for s in own + helpers + [named[f.fused_into] for f in own if f.fused_into in named]}
                     .values())
