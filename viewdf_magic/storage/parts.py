@@ -112,6 +112,7 @@ class Counted:
 
 
 Embedded = tuple[tuple[str, StructType], ...]      # (struct column, the embedded view's schema)
+HASH_COLUMN = "__hash"       # a run's stored row hashes: of the part's own row; ``<struct column>__hash`` of its rows
 
 
 class PartStore:
@@ -241,6 +242,30 @@ class PartStore:
         """What ``write_part`` observes: rows and checksum of the part and of each embedded view."""
         return [F.expr("count(1) AS rows"), content_checksum(schema).alias("checksum"), *self._embedded_metrics(embedded)]
 
+    def _with_hashes(self, schema: StructType | None, frame: DataFrame, embedded: Embedded) -> DataFrame:
+        """``frame`` with each row's hash (as ``content_checksum`` hashes it) of the part's own row (``schema``'s
+        columns; none without it) and of each embedded view's row (NULL where the row holds none): a run's
+        parts are then counted and hashed from these columns alone, not from every column read back."""
+        hashes = {} if schema is None else {HASH_COLUMN: row_hash([backquote(f.name) for f in schema.fields], schema)}
+        for column, inner in embedded:
+            present, hashed = self._embedded_hash(column, inner)
+            hashes[column + HASH_COLUMN] = f"CASE WHEN {present} THEN {hashed} END"
+        return frame.withColumns({name: F.expr(sql) for name, sql in hashes.items()})
+
+    def _by_part(self, folder: str, own: bool, embedded: Embedded) -> list[Row]:
+        """Each part of a written run: its rows, and from its stored hashes (``_with_hashes``) its checksum
+        (``own``) and each embedded view's rows and checksum; one job reading the part numbers and the hashes."""
+        names = ([HASH_COLUMN] if own else []) + [column + HASH_COLUMN for column, _ in embedded]
+        schema = StructType([StructField(PART_COLUMN, LongType(), True)]
+                            + [StructField(name, LongType(), True) for name in names])
+        metrics = [F.expr("count(1) AS rows")]
+        if own:
+            metrics.append(F.expr(f"coalesce({hash_sum(backquote(HASH_COLUMN))}, CAST(0 AS DECIMAL(38,0))) AS checksum"))
+        for n, (column, _) in enumerate(embedded):
+            hashed = backquote(column + HASH_COLUMN)
+            metrics += [F.expr(f"count({hashed}) AS rows{n}"), F.expr(f"{hash_sum(hashed)} AS checksum{n}")]
+        return self.spark.read.schema(schema).parquet(self.fs.uri(folder)).groupBy(PART_COLUMN).agg(*metrics).collect()
+
     def _embedded_metrics(self, embedded: Embedded) -> list[Column]:
         """Rows and checksum of each embedded view (``rows0``, ``checksum0``, ...)."""
         metrics = []
@@ -280,14 +305,13 @@ class PartStore:
         hash every part from what was written. Returns the folder ("" when no part has rows) and, for each
         part with rows, what it holds of the part itself (key None) and of each embedded view.
 
-        Two jobs: the write (no shuffle) and an aggregation per part of the written Parquet. Counting in
-        the writing job needs the rows grouped by part first, a shuffle of every row that cost more than
-        reading the folder back (docs/benchmarks.md, "Range writes")."""
+        Two jobs: the write (no shuffle), which stores each row's hashes, and an aggregation per part of the
+        written part numbers and hashes. Counting in the writing job needs the rows grouped by part first, a
+        shuffle of every row that cost more than reading the folder back (docs/benchmarks.md, "Range writes")."""
         folder = self.new_folder(definition)
-        stamped.sortWithinPartitions(PART_COLUMN).write.parquet(self.fs.uri(folder))
-        written = self.spark.read.schema(stamped.schema).parquet(self.fs.uri(folder))
-        parts = {int(row[PART_COLUMN]): _counted(row, embedded) for row in
-                 written.groupBy(PART_COLUMN).agg(*self._write_metrics(definition, embedded)).collect()}
+        self._with_hashes(definition.schema, stamped, embedded).sortWithinPartitions(PART_COLUMN) \
+            .write.parquet(self.fs.uri(folder))
+        parts = {int(row[PART_COLUMN]): _counted(row, embedded) for row in self._by_part(folder, True, embedded)}
         if not parts:
             self.fs.delete(folder)
             return "", {}
@@ -311,6 +335,7 @@ class PartStore:
         embedded: Embedded = ()
         if embed is not None:
             out, embedded = embed(out)
+            out = self._with_hashes(None, out, embedded)
         observed = Observation()
         out.sortWithinPartitions(PART_COLUMN).observe(observed, *[F.expr(metric) for metric in (
             "count(1) AS rows", f"count(CASE WHEN {number} IS NULL THEN 1 END) AS nulls", f"min({number}) AS first",
@@ -327,12 +352,9 @@ class PartStore:
 
     def part_counts(self, folder: str, embedded: Embedded = ()) -> tuple[dict[int, int], dict[int, dict[str | None, Counted]]]:
         """Rows per part of a written stream batch, and what each part holds of each ``embedded`` view (one
-        Spark job reading only the part numbers and those columns)."""
-        schema = StructType([StructField(PART_COLUMN, LongType(), True)]
-                            + [StructField(column, inner, True) for column, inner in embedded])
-        counted = self.spark.read.schema(schema).parquet(self.fs.uri(folder)).groupBy(PART_COLUMN) \
-            .agg(F.count(F.lit(1)).alias("count"), *self._embedded_metrics(embedded)).collect()
-        return ({int(row[PART_COLUMN]): int(row["count"]) for row in counted},
+        Spark job reading only the part numbers and the views' stored hashes)."""
+        counted = self._by_part(folder, False, embedded)
+        return ({int(row[PART_COLUMN]): int(row["rows"]) for row in counted},
                 {int(row[PART_COLUMN]): _embedded_counted(row, embedded) for row in counted})
 
     def write_table(self, definition: ObjectDef, frame: DataFrame, folder: str) -> int:
