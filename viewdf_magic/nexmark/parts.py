@@ -38,11 +38,14 @@ class PartFiles:
         """The folder holding every part file of ``stream``."""
         return os.path.join(self.folder, stream)
 
+    def schema(self, spark: SparkSession, stream: str) -> StructType:
+        """The schema of ``stream``'s first part's file, found once."""
+        return _schema(spark, self.path(stream, self.subscripts[0]))
+
     def read(self, spark: SparkSession, stream: str, paths: Sequence[str] = ()) -> DataFrame:
-        """``stream``'s part files ``paths`` (default: all of them) with the schema of its first part's file,
-        found once: like a file source's, it is given, not inferred at every read (a job of its own)."""
-        schema = _schema(spark, self.path(stream, self.subscripts[0]))
-        return spark.read.schema(schema).parquet(*(paths or [self.stream_folder(stream)]))
+        """``stream``'s part files ``paths`` (default: all of them) with ``schema``: like a file source's, it is
+        given, not inferred at every read (a job of its own)."""
+        return spark.read.schema(self.schema(spark, stream)).parquet(*(paths or [self.stream_folder(stream)]))
 
 
 @functools.lru_cache(maxsize=64)

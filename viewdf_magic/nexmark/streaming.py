@@ -146,7 +146,7 @@ def start_streaming(spark: SparkSession, query: str, files: PartFiles, folder: s
     spark.conf.set("spark.sql.streaming.numRecentProgressUpdates", str(2 * len(files.subscripts) + 100))
 
     def source(stream: str) -> DataFrame:
-        reader = spark.readStream.schema(files.read(spark, stream).schema)
+        reader = spark.readStream.schema(files.schema(spark, stream))
         if parts_per_batch is not None:
             reader = reader.option("maxFilesPerTrigger", parts_per_batch)
         frame = reader.parquet(os.path.join(watched, stream) if watched else files.stream_folder(stream))

@@ -94,7 +94,7 @@ def _counted(values: Mapping[str, Any] | Row, embedded: Embedded) -> dict[str | 
 
 
 def _embedded_counted(values: Mapping[str, Any] | Row, embedded: Embedded) -> dict[str | None, Counted]:
-    """What ``_embedded_metrics`` found of each embedded view."""
+    """What ``_embedded_metrics`` or ``_stored_hash_metrics`` found of each embedded view."""
     return {column: Counted(int(values[f"rows{n}"]), checksum_text(values[f"rows{n}"], values[f"checksum{n}"]))
             for n, (column, _) in enumerate(embedded)}
 
@@ -258,13 +258,22 @@ class PartStore:
         names = ([HASH_COLUMN] if own else []) + [column + HASH_COLUMN for column, _ in embedded]
         schema = StructType([StructField(PART_COLUMN, LongType(), True)]
                             + [StructField(name, LongType(), True) for name in names])
-        metrics = [F.expr("count(1) AS rows")]
+        metrics = ["count(1) AS rows"]
         if own:
-            metrics.append(F.expr(f"coalesce({hash_sum(backquote(HASH_COLUMN))}, CAST(0 AS DECIMAL(38,0))) AS checksum"))
+            metrics.append(f"coalesce({hash_sum(backquote(HASH_COLUMN))}, CAST(0 AS DECIMAL(38,0))) AS checksum")
+        metrics += self._stored_hash_metrics(embedded)
+        return self.spark.read.schema(schema).parquet(self.fs.uri(folder)).groupBy(PART_COLUMN) \
+            .agg(*[F.expr(metric) for metric in metrics]).collect()
+
+    @staticmethod
+    def _stored_hash_metrics(embedded: Embedded) -> list[str]:
+        """SQL for the rows and checksum of each embedded view (``rows0``, ``checksum0``, ...) summed from its
+        stored hash column (``_with_hashes``)."""
+        metrics = []
         for n, (column, _) in enumerate(embedded):
             hashed = backquote(column + HASH_COLUMN)
-            metrics += [F.expr(f"count({hashed}) AS rows{n}"), F.expr(f"{hash_sum(hashed)} AS checksum{n}")]
-        return self.spark.read.schema(schema).parquet(self.fs.uri(folder)).groupBy(PART_COLUMN).agg(*metrics).collect()
+            metrics += [f"count({hashed}) AS rows{n}", f"{hash_sum(hashed)} AS checksum{n}"]
+        return metrics
 
     def _embedded_metrics(self, embedded: Embedded) -> list[Column]:
         """Rows and checksum of each embedded view (``rows0``, ``checksum0``, ...)."""
@@ -339,7 +348,7 @@ class PartStore:
         observed = Observation()
         out.sortWithinPartitions(PART_COLUMN).observe(observed, *[F.expr(metric) for metric in (
             "count(1) AS rows", f"count(CASE WHEN {number} IS NULL THEN 1 END) AS nulls", f"min({number}) AS first",
-            f"max({number}) AS last")], *self._embedded_metrics(embedded)).write.parquet(self.fs.uri(folder))
+            f"max({number}) AS last", *self._stored_hash_metrics(embedded))]).write.parquet(self.fs.uri(folder))
         got = observed.get
         return Batch(int(got["rows"]), int(got["nulls"]), got["first"], got["last"], embedded,
                      _embedded_counted(got, embedded))
