@@ -278,7 +278,7 @@ class Maintainer:
                     wave = [step]
                     if fuse and self.concurrent_steps and not self.store.cache_size:    # the cache is not shared
                         others = (self.next_step(d) for d in self._candidates(blocked, allowed) if d.key != step.view.key)
-                        wave = together.wave(step, others, self._run_length)
+                        wave = together.wave(step, others, self._takes_range_step)
                     outcomes: list[tuple[PendingStep, list[StepReport] | ViewDFError]]
                     if len(wave) > 1:
                         outcomes = together.compute_together(
@@ -321,12 +321,13 @@ class Maintainer:
         fusions = [] if barred is None else self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
         return self.writer.compute(step, plan, fusions=fusions)
 
-    def _run_length(self, step: PendingStep) -> int:
-        """How many parts ``_advance`` computes from ``step`` on (1 without a range step)."""
+    def _takes_range_step(self, step: PendingStep) -> bool:
+        """Whether ``_advance`` computes more than ``step``'s part (a range step); only the run's first two
+        parts are looked at, for the whole run's lookup costs time per part."""
         if not self.range_steps or step.how is ClauseKind.INITIALIZE or step.view.key in self._range_failed:
-            return 1
+            return False
         ranged = self.range_plan(step.view)
-        return len(self._ready_run(step, ranged, None)) if ranged.lifted else 1
+        return ranged.lifted and len(self._ready_run(step, ranged, 2)) > 1
 
     def range_failure(self, definition: ObjectDef) -> str | None:
         """Why Spark could not run the view's range step this session (its parts are then computed one at

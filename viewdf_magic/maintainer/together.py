@@ -35,13 +35,14 @@ def start(spark: SparkSession, action: Callable[[], T]) -> Future[T]:
     return _pool.submit(carrying_job_tags(spark, action))
 
 
-def wave(first: PendingStep, others: Iterable[PendingStep | None], run_length: Callable[[PendingStep], int]
+def wave(first: PendingStep, others: Iterable[PendingStep | None], ranged: Callable[[PendingStep], bool]
          ) -> list[PendingStep]:
-    """``first`` and the steps of ``others`` (other views' next steps), when each computes one part (a
-    ``run_length`` of 1): every part they read exists already, so their Spark jobs may run together."""
-    if run_length(first) > 1:
+    """``first`` and the steps of ``others`` (other views' next steps), when each computes one part (none
+    is ``ranged``: takes a range step): every part they read exists already, so their Spark jobs may run
+    together."""
+    if ranged(first):
         return [first]
-    return [first, *(step for step in others if step is not None and run_length(step) == 1)]
+    return [first, *(step for step in others if step is not None and not ranged(step))]
 
 
 def compute_together(spark: SparkSession, writer: PartWriter, wave: list[PendingStep],
