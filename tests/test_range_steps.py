@@ -187,10 +187,14 @@ def test_range_steps_store_the_parts_that_per_part_steps_store(make_warehouse, s
 
 
 def test_range_steps_equal_an_independent_oracle(warehouse):
-    """DuckDB computes Recent (a 3-part window per key) for every part from the raw rows."""
     rows = random_rows(5)
     create_views(warehouse)
     warehouse.ingest("S", rows)
+    assert_recent_equals_duckdb(warehouse, rows)
+
+
+def assert_recent_equals_duckdb(warehouse, rows: pd.DataFrame) -> None:
+    """DuckDB computes Recent (a 3-part window per key) for every part from the raw rows."""
     first, last = rows.ts.min().value // 60_000_000_000, rows.ts.max().value // 60_000_000_000
     expected = duckdb.sql(f"""
         SELECT j, k, count(*) AS n, sum(x) AS total, max(x) AS peak
@@ -203,6 +207,42 @@ def test_range_steps_equal_an_independent_oracle(warehouse):
         want = sorted(((k, int(n), None if pd.isna(t) else int(t), None if pd.isna(p) else int(p))
                        for k, n, t, p in zip(mine.k, mine.n, mine.total, mine.peak)), key=repr)
         assert stored[j][0] == want, j
+
+
+def test_runs_are_cut_at_the_input_row_budget_and_verify_cuts_its_runs_the_same_way(make_warehouse, monkeypatch):
+    """With RANGE_ROWS lowered, each range step of Recent (3 parts of S per part) reads at most that many input
+    rows unless it is a single part, and a run ends only where its next part would cross the budget. VERIFY,
+    whose runs the same budget cuts, finds every part equal, and every part equals DuckDB's recomputation."""
+    import viewdf_magic.maintainer.ranges as ranges_module
+
+    budget = 12
+    monkeypatch.setattr(ranges_module, "RANGE_ROWS", budget)
+    rows = random_rows(5)
+    minute = rows.ts.astype("int64") // 60_000_000_000
+    first, last = int(minute.min()), int(minute.max())
+    per_minute = minute.value_counts().to_dict()
+
+    def reads(j: int) -> int:            # input rows of Recent's part j: S[j-2 .. j]
+        return sum(per_minute.get(m, 0) for m in range(j - 2, j + 1))
+
+    warehouse = make_warehouse()
+    warehouse.run(SCHEMA + "; CREATE VIEW Recent AS INITIALIZE Recent[j] AS " + VIEWS["Recent"]
+                  + " UPDATE Recent[j] AS " + VIEWS["Recent"] + " RECOMPUTE Recent[j] AS " + VIEWS["Recent"]
+                  + "; SET MAINTENANCE MANUAL")
+    warehouse.ingest("S", rows)
+    warehouse.step(n=None)
+    history = [r for r in warehouse.history() if r.view == "Recent"]
+    runs = sorted({r.span for r in history if r.span} | {(r.subscript, r.subscript) for r in history if not r.span})
+    assert [s for a, b in runs for s in range(a, b + 1)] == list(range(first, last + 1))
+    assert any(a < b for a, b in runs) and len(runs) > 2
+    for (a, b), following in zip(runs, [*runs[1:], None]):
+        taken = sum(reads(j) for j in range(a, b + 1))
+        assert a == b or taken <= budget, (a, b)
+        if following is not None and a != first:       # the first part is an INITIALIZE, a step of its own
+            assert taken + reads(b + 1) > budget, (a, b)
+    verified = warehouse.run("VERIFY VIEW Recent")[-1].table
+    assert verified["equal"].all() and len(verified) == last - first + 1
+    assert_recent_equals_duckdb(warehouse, rows)
 
 
 def test_range_steps_over_every_part_so_far_and_longer_parts_equal_an_independent_oracle(warehouse):

@@ -25,7 +25,7 @@ from . import together
 from .collection import fewer_full_collections
 from .execute import QueryRunner
 from .fusion import Fuser, Fusion
-from .ranges import (RANGE_CLAUSE_WORK, RANGE_PARTS, RANGE_ROWS, RangeFailed, RangePlan, RangeRunner, input_rows,
+from .ranges import (RANGE_CLAUSE_WORK, RANGE_PARTS, RangeFailed, RangePlan, RangeRunner, RunBudget,
                      paced_parts, plan_range)
 from .reports import StepReport
 from .steps import PendingStep
@@ -351,19 +351,14 @@ class Maintainer:
         horizon = self.timeline.horizon()
         assert ranged.query is not None and horizon is not None
         most = self.run_limit(definition) if limit is None else min(limit, self.run_limit(definition))
-        work = RANGE_CLAUSE_WORK if ranged.clause is ClauseKind.RANGE else None
+        budget = RunBudget(self.catalog, ranged, most, RANGE_CLAUSE_WORK if ranged.clause is ClauseKind.RANGE else None)
         run: list[PendingStep] = []
-        rows = 0
-        read: set[tuple[str, int]] = set()
         subscript = step.subscript
         while len(run) < most and subscript * definition.length < horizon:
             if ranged.how is ClauseKind.UPDATE and view.clause(subscript, True)[0] is not ClauseKind.UPDATE:
                 break
             refs = self.timeline.resolve(ranged.query, definition, subscript)
-            if not all(self.timeline.available(ref, definition) for ref in refs):
-                break
-            rows += input_rows(self.catalog, refs, ranged.joined, read)
-            if run and (rows > RANGE_ROWS or (work is not None and rows * (len(run) + 1) > work)):
+            if not all(self.timeline.available(ref, definition) for ref in refs) or not budget.admits(refs):
                 break
             run.append(PendingStep(definition, subscript, ranged.how, ranged.query, refs, True))
             subscript += 1

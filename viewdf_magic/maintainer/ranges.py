@@ -224,6 +224,32 @@ def input_rows(catalog: Catalog, refs: list[ResolvedRef], joined: frozenset[str]
     return total
 
 
+class RunBudget:
+    """What one range step may take on, counted part by part: at most ``most`` parts, about RANGE_ROWS input
+    rows (``input_rows``: parts read once per run count once) and, with ``work``, input rows x parts at most
+    ``work``. A run's first part always fits."""
+
+    def __init__(self, catalog: Catalog, plan: RangePlan, most: int = RANGE_PARTS, work: int | None = None) -> None:
+        self.catalog = catalog
+        self.plan = plan
+        self.most = most
+        self.work = work
+        self.parts = 0
+        self.rows = 0
+        self.read: set[tuple[str, int]] = set()
+
+    def admits(self, refs: list[ResolvedRef]) -> bool:
+        """Whether the run may take one more part, which reads ``refs``; if so, the part is counted in."""
+        if self.parts and self.parts >= self.most:
+            return False
+        rows = self.rows + input_rows(self.catalog, refs, self.plan.joined, self.read)
+        if self.parts and (rows > RANGE_ROWS or (self.work is not None and rows * (self.parts + 1) > self.work)):
+            return False
+        self.parts += 1
+        self.rows = rows
+        return True
+
+
 class RangeRunner:
     """Computes and writes a run of parts with a range plan."""
 

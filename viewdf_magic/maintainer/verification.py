@@ -3,8 +3,8 @@ lifted to many parts (each reference ``X[j+c]`` or ``X[j+a .. j+b]``, as range s
 of stored parts is recomputed in one query and compared with the stored rows part by part in one
 comparison (``compare_parts``), instead of one recomputation and one comparison per part.
 
-A run is bounded as a range step is (RANGE_ROWS input rows, RANGE_PARTS parts); a run whose first part
-needs input parts that retention dropped is refused as the per-part check refuses it.
+A run is bounded as a range step is (``RunBudget``: RANGE_ROWS input rows, RANGE_PARTS parts); a run whose
+first part needs input parts that retention dropped is refused as the per-part check refuses it.
 
 A pattern's or MATCH_RECOGNIZE's RECOMPUTE is a search over the whole history ``X[.. j]``, which no
 lifting can copy into every part. Its translation lifts the search instead (``verify_history``): the
@@ -32,7 +32,7 @@ from ..storage.parts import PartStore
 from ..storage.slices import PART_COLUMN
 from ..timeparts import subscript_sql
 from .compare import Comparison, compare_parts
-from .ranges import RANGE_PARTS, RANGE_ROWS, RangePlan, RangeRunner, input_rows, plan_query
+from .ranges import RangePlan, RangeRunner, RunBudget, plan_query
 from .timeline import Timeline, check_retained
 from .views import CompiledView, catalog_lookup
 
@@ -87,19 +87,14 @@ def _runs(catalog: Catalog, timeline: Timeline, plan: RangePlan, definition: Obj
     first part reads dropped parts raises that part's positioned error (check_retained)."""
     assert plan.query is not None
     runs: list[list[int]] = []
-    rows = 0
-    counted: set[tuple[str, int]] = set()       # parts of placeholders read once per run, counted in this run
+    budget = RunBudget(catalog, plan)
     for subscript in subscripts:
         refs = timeline.resolve(plan.query, definition, subscript)
-        current = runs[-1] if runs else None
-        if current is not None and subscript == current[-1] + 1 and len(current) < RANGE_PARTS:
-            read = input_rows(catalog, refs, plan.joined, counted)
-            if rows + read <= RANGE_ROWS:
-                current.append(subscript)
-                rows += read
-                continue
+        if runs and subscript == runs[-1][-1] + 1 and budget.admits(refs):
+            runs[-1].append(subscript)
+            continue
         check_retained(catalog, plan.query, refs)
         runs.append([subscript])
-        counted = set()
-        rows = input_rows(catalog, refs, plan.joined, counted)
+        budget = RunBudget(catalog, plan)
+        budget.admits(refs)
     return runs
