@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.nexmark import equals_batch_query
-from benchmarks.nexmark_follow import _printed_rows, due_part, follow_streaming, follow_viewdf
+from benchmarks.nexmark_follow import DueParts, _printed_rows, due_part, follow_streaming, follow_viewdf
 from benchmarks.nexmark_latency import counted_parts, nearest_rank
 from benchmarks.nexmark_runs import Run
 from nexmark import EVENTS, PART_SECONDS, SLIDE_SECONDS, WINDOW_SECONDS
@@ -49,6 +49,27 @@ def test_flinks_printed_rows_give_each_rows_part_and_emission(tmp_path):
     printed.write_text("-U[2026-11-30T03:17:54.127Z, 2015-07-14T23:59:52, 1]\n")
     with pytest.raises(ValueError, match="other than an insert"):
         _printed_rows(str(printed), "q5", WINDOWS)
+
+
+def test_waiting_for_flinks_last_part_reads_each_printed_line_once(tmp_path):
+    """While Flink prints, each look reads only the lines added since the last one; a line still being printed
+    counts once it is whole."""
+    start = 1436918392      # 2015-07-14 23:59:52 UTC: q1's part start // 2
+    printed = tmp_path / "printed.txt"
+    printed.write_text("")
+    with open(printed) as reading, open(printed, "a") as flink:
+        due = DueParts(reading, "q1", WINDOWS)
+        assert due.seen() == set()
+        flink.write("+I[2026-11-30T03:17:54.127Z, 2015-07-14T23:59:52, 1]\n+I[2026-11-30T03:17:55Z, 2015-07-1")
+        flink.flush()
+        assert due.seen() == {start // 2}
+        flink.write("4T23:59:55, 2]\n")
+        flink.flush()
+        assert due.seen() == {start // 2, (start + 3) // 2}
+        flink.write("-U[2026-11-30T03:17:56Z, 2015-07-14T23:59:58, 3]\n")
+        flink.flush()
+        with pytest.raises(ValueError, match="other than an insert"):
+            due.seen()
 
 
 @pytest.fixture(scope="module")
