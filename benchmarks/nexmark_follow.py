@@ -32,8 +32,8 @@ import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TextIO
 from datetime import datetime, timezone
+from typing import TextIO
 
 import pyarrow as pa
 import pyarrow.parquet as pq
