@@ -224,7 +224,7 @@ class Corrector:
             if batch.first is not None and batch.first == batch.last:
                 written = {batch.first: batch.rows}
             elif batch.rows:
-                written, _ = self.store.part_counts(folder)
+                written, _ = self.store.part_counts(folder, batch.rows)
             arriving = {s: n for s, n in written.items() if s not in touched}
             if arriving:
                 self.ingester.validate(definition, arriving, error)

@@ -22,7 +22,7 @@ from ..maintainer.maintainer import Maintainer, StepReport
 from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
-from ..storage.parts import Batch, PartStore
+from ..storage.parts import Batch, PartStore, one_task_if_small
 from ..storage.slices import PART_COLUMN, Wanted
 from ..timeparts import format_part, subscript_sql
 from ..wording import agreeing, plural
@@ -108,7 +108,7 @@ class Ingester:
                 if batch.first == batch.last:
                     parts, fused = {batch.first: batch.rows}, {batch.first: batch.counted}
                 else:
-                    parts, fused = self.store.part_counts(folder, batch.embedded)
+                    parts, fused = self.store.part_counts(folder, batch.rows, batch.embedded)
                 state = self.catalog.state(definition.name)
                 newest = state.newest           # before this batch
                 too_late = self.too_late(definition, parts)
@@ -272,10 +272,12 @@ class Ingester:
         columns = sorted({spelled[c] for keys in key_sets for c in keys})
         hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
         rows = self.store.batch_columns(definition, folder, columns)
+        state = self.catalog.state(definition.name)
         if late:
-            old = self.store.read_parts(definition, self.catalog.state(definition.name), late)
+            old = self.store.read_parts(definition, state, late)
             rows = rows.unionByName(old.select(*[quote_name(c) for c in columns],
                                                _subscript(definition).alias(PART_COLUMN)))
+        rows = one_task_if_small(rows, sum(counts.values()) + sum(state.parts[s].rows for s in late))
         keyed = rows.select(PART_COLUMN, F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
             rows.select(PART_COLUMN, F.posexplode(F.array(*hashes)).alias("k", "h"))
         repeated = keyed.groupBy(PART_COLUMN, "k", "h").count().where("count > 1").select(PART_COLUMN, "k") \

@@ -26,6 +26,17 @@ from ..language.tokens import backquote
 from ..timeparts import subscript_sql
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
+# A read of at most this many rows runs as one Spark task. A step's aggregation, join or window then needs no
+# shuffle, whose map stage adaptive execution runs as a Spark job of its own: at 1,000-row parts a step took two
+# jobs, and the exchange cost more than the rows (docs/benchmarks.md, "Small reads as one task").
+SINGLE_TASK_ROWS = 100_000
+
+
+def one_task_if_small(frame: DataFrame, rows: int) -> DataFrame:
+    """``frame`` (``rows`` rows) as one partition when it holds at most SINGLE_TASK_ROWS rows."""
+    return frame.coalesce(1) if rows <= SINGLE_TASK_ROWS else frame
+
+
 def row_hash(values: list[str], schema: StructType) -> str:
     """SQL for a row's hash over ``values`` (SQL expressions typed by ``schema``); NULL flags keep (NULL, 1)
     apart from (1, NULL).
@@ -149,8 +160,11 @@ class PartStore:
         if len(wanted) == 1 and (definition.id, wanted[0]) in self.cache:
             self.cache.move_to_end((definition.id, wanted[0]))
             return self.cache[(definition.id, wanted[0])]
-        return self.read_slices(definition, [Wanted(Slice.parse(text), s) for s in wanted
-                                             for text in state.parts[s].folders])
+        if not wanted:
+            return self.empty(definition)
+        return one_task_if_small(self.read_slices(definition, [Wanted(Slice.parse(text), s) for s in wanted
+                                                               for text in state.parts[s].folders]),
+                                 sum(state.parts[s].rows for s in wanted))
 
     def read_slices(self, definition: ObjectDef, wanted: list[Wanted]) -> DataFrame:
         """The rows of the given slices, each stamped as the part it is read for."""
@@ -195,8 +209,8 @@ class PartStore:
     def read_table(self, definition: ObjectDef, state: ObjectState) -> DataFrame:
         if not state.table_folders:
             return self.empty(definition)
-        return self.spark.read.schema(stored_schema(definition)).parquet(
-            *[self.fs.uri(f) for f in state.table_folders])
+        return one_task_if_small(self.spark.read.schema(stored_schema(definition)).parquet(
+            *[self.fs.uri(f) for f in state.table_folders]), state.table_rows)
 
     # -- writing -------------------------------------------------------------------------
     def new_folder(self, definition: ObjectDef) -> str:
@@ -252,9 +266,10 @@ class PartStore:
             hashes[column + HASH_COLUMN] = f"CASE WHEN {present} THEN {hashed} END"
         return frame.withColumns({name: F.expr(sql) for name, sql in hashes.items()})
 
-    def _by_part(self, folder: str, own: bool, embedded: Embedded) -> list[Row]:
-        """Each part of a written run: its rows, and from its stored hashes (``_with_hashes``) its checksum
-        (``own``) and each embedded view's rows and checksum; one job reading the part numbers and the hashes."""
+    def _by_part(self, folder: str, rows: int, own: bool, embedded: Embedded) -> list[Row]:
+        """Each part of a written run (``rows`` rows): its rows, and from its stored hashes (``_with_hashes``) its
+        checksum (``own``) and each embedded view's rows and checksum; one job reading the part numbers and the
+        hashes."""
         names = ([HASH_COLUMN] if own else []) + [column + HASH_COLUMN for column, _ in embedded]
         schema = StructType([StructField(PART_COLUMN, LongType(), True)]
                             + [StructField(name, LongType(), True) for name in names])
@@ -262,8 +277,8 @@ class PartStore:
         if own:
             metrics.append(f"coalesce({hash_sum(backquote(HASH_COLUMN))}, CAST(0 AS DECIMAL(38,0))) AS checksum")
         metrics += self._stored_hash_metrics(embedded)
-        return self.spark.read.schema(schema).parquet(self.fs.uri(folder)).groupBy(PART_COLUMN) \
-            .agg(*[F.expr(metric) for metric in metrics]).collect()
+        return one_task_if_small(self.spark.read.schema(schema).parquet(self.fs.uri(folder)), rows) \
+            .groupBy(PART_COLUMN).agg(*[F.expr(metric) for metric in metrics]).collect()
 
     @staticmethod
     def _stored_hash_metrics(embedded: Embedded) -> list[str]:
@@ -314,17 +329,20 @@ class PartStore:
         hash every part from what was written. Returns the folder ("" when no part has rows) and, for each
         part with rows, what it holds of the part itself (key None) and of each embedded view.
 
-        Two jobs: the write (no shuffle), which stores each row's hashes, and an aggregation per part of the
-        written part numbers and hashes. Counting in the writing job needs the rows grouped by part first, a
-        shuffle of every row that cost more than reading the folder back (docs/benchmarks.md, "Range writes")."""
+        Two jobs: the write (no shuffle), which stores each row's hashes and counts the rows, and an aggregation
+        per part of the written part numbers and hashes (none when nothing was written). Counting each part in
+        the writing job needs the rows grouped by part first, a shuffle of every row that cost more than reading
+        the folder back (docs/benchmarks.md, "Range writes")."""
         folder = self.new_folder(definition)
+        written = Observation()
         self._with_hashes(definition.schema, stamped, embedded).sortWithinPartitions(PART_COLUMN) \
-            .write.parquet(self.fs.uri(folder))
-        parts = {int(row[PART_COLUMN]): _counted(row, embedded) for row in self._by_part(folder, True, embedded)}
-        if not parts:
+            .observe(written, F.expr("count(1) AS rows")).write.parquet(self.fs.uri(folder))
+        rows = int(written.get["rows"])
+        if not rows:
             self.fs.delete(folder)
             return "", {}
-        return folder, parts
+        return folder, {int(row[PART_COLUMN]): _counted(row, embedded)
+                        for row in self._by_part(folder, rows, True, embedded)}
 
     def forget(self, definition: ObjectDef) -> None:
         for key in [k for k in self.cache if k[0] == definition.id]:
@@ -359,10 +377,11 @@ class PartStore:
         schema = StructType([fields[c] for c in columns] + [StructField(PART_COLUMN, LongType(), True)])
         return self.spark.read.schema(schema).parquet(self.fs.uri(folder))
 
-    def part_counts(self, folder: str, embedded: Embedded = ()) -> tuple[dict[int, int], dict[int, dict[str | None, Counted]]]:
-        """Rows per part of a written stream batch, and what each part holds of each ``embedded`` view (one
-        Spark job reading only the part numbers and the views' stored hashes)."""
-        counted = self._by_part(folder, False, embedded)
+    def part_counts(self, folder: str, rows: int, embedded: Embedded = ()
+                    ) -> tuple[dict[int, int], dict[int, dict[str | None, Counted]]]:
+        """Rows per part of a written stream batch (``rows`` rows), and what each part holds of each ``embedded``
+        view (one Spark job reading only the part numbers and the views' stored hashes)."""
+        counted = self._by_part(folder, rows, False, embedded)
         return ({int(row[PART_COLUMN]): int(row["rows"]) for row in counted},
                 {int(row[PART_COLUMN]): _embedded_counted(row, embedded) for row in counted})
 
