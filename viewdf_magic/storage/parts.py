@@ -27,9 +27,10 @@ from ..timeparts import subscript_sql
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
 # A read of at most this many rows runs as one Spark task. A step's aggregation, join or window then needs no
-# shuffle, whose map stage adaptive execution runs as a Spark job of its own: at 1,000-row parts a step took two
-# jobs, and the exchange cost more than the rows (docs/benchmarks.md, "Small reads as one task").
-SINGLE_TASK_ROWS = 100_000
+# shuffle, whose map stage adaptive execution runs as a Spark job of its own (at 1,000-row parts a step took two
+# jobs). At 100,000, a Nexmark q4 step's join over an 18,000-row part ran on one core and took longer
+# (docs/benchmarks.md, "Small reads as one task").
+SINGLE_TASK_ROWS = 10_000
 
 
 def one_task_if_small(frame: DataFrame, rows: int) -> DataFrame:
