@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -78,9 +79,13 @@ def test_missing_file_exits_2(tmp_path, capsys):
 
 def test_demo_prints_the_paper_numbers(tmp_path):
     viewdf = Path(sys.executable).with_name("viewdf")
+    # the child's temporary folder is the test's own, so its JVM's log (session.JVM_LOG) is this run's alone
     done = subprocess.run([str(viewdf), "demo", "--pairs", "2", "--history", "30", "--warehouse", str(tmp_path / "wh")],
-                          capture_output=True, text=True, timeout=600)    # a loaded 2-core machine: minutes
-    assert done.returncode == 0, done.stderr
+                          capture_output=True, text=True, timeout=600,    # a loaded 2-core machine: minutes
+                          env={**os.environ, "TMPDIR": str(tmp_path)})
+    jvm_log = tmp_path / "viewdf-spark-driver.log"
+    assert done.returncode == 0, done.stderr + "\nThe JVM's log:\n" + (
+        jvm_log.read_text(errors="replace")[-8000:] if jvm_log.exists() else "(none)")
     assert done.stderr == ""                  # nothing from the JVM's start (its log is in the temp folder)
     minutes = {block[:5]: block for block in done.stdout.split("\n\n")}
     assert "10.0.0.1 -> 10.0.0.2  ct=4 sum_loss=71  (the paper's pair)" in minutes["10:04"]
@@ -139,7 +144,6 @@ def test_watch_once_takes_only_the_files_it_has_not_taken(spark, tmp_path, capsy
 
 
 def test_watch_loads_files_as_they_land_and_stops_cleanly_on_ctrl_c(spark, tmp_path):
-    import os
     import signal
     import time
 
