@@ -14,7 +14,10 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # the serial collector, a notebook's run takes 80 CPU-seconds instead of 120. The workers' own sessions (the
 # ``spark`` fixture) live for the whole run, and the same flags made them slower, so they keep the JVM's
 # defaults. The `java` launcher reads JDK_JAVA_OPTIONS (docs/benchmarks.md, "The test suite's time").
-SHORT_LIVED_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1"
+# Without tiered compilation the JVM reserves 48 MB for compiled code, not 240 MB: a child that generates Java
+# code for its queries (the CLI demo's session does) filled it ("CodeCache is full. Compiler has been
+# disabled."), and its JVM then died in the middle of a step, so the code cache keeps the tiered size.
+SHORT_LIVED_JVM_OPTIONS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 os.environ.setdefault("JDK_JAVA_OPTIONS", SHORT_LIVED_JVM_OPTIONS)
 
 

@@ -91,7 +91,7 @@ def small_session(master: str = "local[1]", dump_classes_to: str | None = None):
     them again (``dump_classes_to`` writes such an archive when the JVM exits)."""
     from pyspark.sql import SparkSession
 
-    java = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+    java = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"     # as conftest.py's
     if dump_classes_to:
         java += f" -XX:ArchiveClassesAtExit={dump_classes_to}"
     elif os.environ.get(CLASS_ARCHIVE):
