@@ -3,9 +3,10 @@
 When one stream part arrives, every view that reads only parts that already exist is ready at once
 (the scaling benchmark's pattern helper, two window pre-aggregates and naive window view). Their
 queries are analysed and their parts committed on the maintainer's thread, one after the other; only
-their Spark jobs (each writes a fresh folder that nothing names yet) run at the same time, on the
-caller's thread and a small shared pool. Spark's fixed cost per job (planning, scheduling, the
-output committer) then overlaps: docs/benchmarks.md measures it.
+their Spark jobs (each writes a fresh folder that nothing names yet) run at the same time on a small
+shared pool, each started as soon as its step is analysed, so the next step's analysis overlaps it.
+Spark's fixed cost per job (planning, scheduling, the output committer) then overlaps: docs/benchmarks.md
+measures it.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ from ..errors import ViewDFError
 from .cancellation import carrying_job_tags
 from .fusion import Fusion
 from .reports import StepReport
-from .steps import PendingStep, PreparedStep
+from .steps import PendingStep, PreparedStep, Written
 from .writer import PartWriter
 
-WORKERS = 3           # threads besides the caller's: one wave's jobs run at most four at a time
+WORKERS = 4           # one wave's jobs run at most four at a time
 T = TypeVar("T")
 _pool: ThreadPoolExecutor | None = None
 
@@ -49,32 +50,48 @@ def compute_together(spark: SparkSession, writer: PartWriter, wave: list[Pending
                      fusions: Callable[[PendingStep], Sequence[Fusion]], keep_going: bool
                      ) -> list[tuple[PendingStep, list[StepReport] | ViewDFError]]:
     """Compute one part of each view of ``wave`` (with the views ``fusions`` fuses into it): analysed and
-    committed on this thread in order, their Spark jobs run together; each step's reports, or its error. As
-    one after the other, a failed step's readers are not published, and without ``keep_going`` the first
-    error is raised once every job has ended."""
+    committed on this thread in order, their Spark jobs run together, each from the end of its analysis; each
+    step's reports, or its error. As one after the other, a failed step's readers are not published, and
+    without ``keep_going`` the first error is raised once every job has ended."""
     prepared: list[tuple[PendingStep, PreparedStep | ViewDFError]] = []
-    for step in wave:
-        try:
-            prepared.append((step, writer.prepare(step, False, fusions(step))))
-        except ViewDFError as error:
-            prepared.append((step, error))
-    jobs = [p for _, p in prepared if isinstance(p, PreparedStep) and p.job is not None]
-    started = {id(p): start(spark, p.run) for p in jobs[1:]}    # the first runs on this thread
+    started: dict[int, Future[Written]] = {}
     outcomes: list[tuple[PendingStep, list[StepReport] | ViewDFError]] = []
-    skipped: set[str] = set()
-    for step, ready in prepared:
-        try:
-            if isinstance(ready, ViewDFError):
-                raise ready
-            result = started[id(ready)].result() if id(ready) in started else ready.run()
-            if step.view.key in skipped:
-                if result.folder:
-                    writer.store.fs.delete(result.folder)
+    try:
+        for step in wave:
+            try:
+                analysed = writer.prepare(step, False, fusions(step))
+            except ViewDFError as error:
+                prepared.append((step, error))
                 continue
-            outcomes.append((step, writer.finish(ready, result)))
-        except ViewDFError as error:
-            outcomes.append((step, error))
-            skipped.update(d.key for d in writer.catalog.downstream(step.view.name))
-            if not keep_going:
-                skipped.update(s.view.key for s in wave)
+            prepared.append((step, analysed))
+            if analysed.job is not None:
+                started[id(analysed)] = start(spark, analysed.run)
+        skipped: set[str] = set()
+        for step, ready in prepared:
+            try:
+                if isinstance(ready, ViewDFError):
+                    raise ready
+                job = started.get(id(ready))
+                result = job.result() if job is not None else ready.run()
+                started.pop(id(ready), None)          # committed or deleted below, not by the handler
+                if step.view.key in skipped:
+                    if result.folder:
+                        writer.store.fs.delete(result.folder)
+                    continue
+                outcomes.append((step, writer.finish(ready, result)))
+            except ViewDFError as error:
+                outcomes.append((step, error))
+                skipped.update(d.key for d in writer.catalog.downstream(step.view.name))
+                if not keep_going:
+                    skipped.update(s.view.key for s in wave)
+    except BaseException:        # an interrupt, say: the folders of jobs still running are deleted when they end
+        for future in started.values():
+            future.add_done_callback(lambda done: _discard(writer, done))
+        raise
     return outcomes
+
+
+def _discard(writer: PartWriter, done: Future[Written]) -> None:
+    """Delete the folder a job that nothing will commit wrote, if it wrote one."""
+    if not done.cancelled() and done.exception() is None and done.result().folder:
+        writer.store.fs.delete(done.result().folder)
