@@ -11,8 +11,10 @@ import pytest
 
 from oracles import data_folders, rows, rows_by_part, window_sums
 from viewdf_magic import ViewDFError
+from viewdf_magic.errors import Interrupted
 from viewdf_magic.maintainer import together
 from viewdf_magic.maintainer.cancellation import cancel_on_interrupt
+from viewdf_magic.maintainer.writer import PartWriter
 from viewdf_magic.network_example import NETWORK_DDL
 
 VIEWS = NETWORK_DDL + """;
@@ -123,9 +125,11 @@ def view_folders(warehouse, name: str) -> set[str]:
 def test_a_failing_step_fails_alone_and_its_readers_wait(warehouse, started):
     warehouse.execute(FAILING)
     warehouse.ingest("M", minute(0, 5))
+    ratio_folders = view_folders(warehouse, "Ratio")
     with pytest.warns(Warning, match=r"maintaining Ratio failed: computing Ratio\[23668441\].*Division by zero"):
         report = warehouse.ingest("M", minute(1, 0))
     assert started
+    assert view_folders(warehouse, "Ratio") == ratio_folders      # the failed write's folder is deleted
     assert report.failures and "Ratio[23668441]" in report.failures[0]
     assert sorted(warehouse.parts("Copy")["part"]) == [23668440, 23668441]
     assert sorted(warehouse.parts("Ratio")["part"]) == [23668440]
@@ -145,3 +149,34 @@ def test_step_all_stops_at_the_first_error_and_keeps_no_later_part(warehouse, st
     assert started
     assert sorted(warehouse.parts("Copy")["part"]) == [23668440]
     assert view_folders(warehouse, "Copy") == copy_folders
+
+
+def test_an_interrupt_between_two_analyses_leaves_no_folder(warehouse, started, monkeypatch):
+    """An interrupt that arrives while a wave's second step is analysed, its first step's job already started:
+    nothing is published, and that job's folder is deleted when it ends (or when its cancelled write fails)."""
+    data = stream(5)
+    minutes = pd.to_datetime(data["ts"]).dt.floor("min")
+    load(warehouse, data[minutes < START + pd.Timedelta(minutes=2)], concurrent=True)
+    warehouse.ingest("M", data[minutes == START + pd.Timedelta(minutes=2)])
+    version, folders, jobs_before = warehouse.catalog.version, data_folders(warehouse), len(started)
+    analysed: list[str] = []
+    prepare = PartWriter.prepare
+
+    def interrupted(self, step, plan, fusions):
+        analysed.append(step.view.name)
+        if len(analysed) == 2:
+            raise KeyboardInterrupt
+        return prepare(self, step, plan, fusions)
+    monkeypatch.setattr(PartWriter, "prepare", interrupted)
+    with pytest.raises(Interrupted, match="no part was published"):
+        warehouse.execute("STEP ALL")
+    assert len(started) == jobs_before + 1          # the first step's job was running
+    together._pool.shutdown(wait=True)              # it and its clean-up have ended
+    together._pool = None
+    assert warehouse.catalog.version == version
+    assert data_folders(warehouse) == folders
+    monkeypatch.setattr(PartWriter, "prepare", prepare)
+    warehouse.execute("STEP ALL")
+    window = [START + pd.Timedelta(minutes=m) for m in range(3)]
+    sums = rows_by_part(warehouse.execute("SELECT src, total, PART_TIMESTAMP FROM Sums"), ["src", "total"])
+    assert sums == {m: r for m, r in window_sums(data[minutes <= window[-1]], 3, window).items() if r}

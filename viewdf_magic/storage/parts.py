@@ -13,7 +13,8 @@ import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import reduce
-from typing import Any, Callable, Mapping
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping
 
 from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
@@ -217,6 +218,16 @@ class PartStore:
     def new_folder(self, definition: ObjectDef) -> str:
         return f"data/{definition.id}/{uuid.uuid4().hex}"
 
+    @contextmanager
+    def _deleted_on_failure(self, folder: str) -> Iterator[None]:
+        """Delete ``folder`` when the write into it fails or is cancelled (an interrupt): what the write
+        left there is named by nothing."""
+        try:
+            yield
+        except BaseException:
+            self.fs.delete(folder)
+            raise
+
     def discard(self, folder: str) -> None:
         """Delete a folder that nothing names, and its object's folder when that holds nothing else (the
         write of a refused first batch leaves no trace)."""
@@ -312,7 +323,8 @@ class PartStore:
         if self.cache_size:
             stamped = stamped.localCheckpoint(eager=False)
         observed = Observation()
-        stamped.observe(observed, *self._write_metrics(definition, embedded)).write.parquet(self.fs.uri(folder))
+        with self._deleted_on_failure(folder):
+            stamped.observe(observed, *self._write_metrics(definition, embedded)).write.parquet(self.fs.uri(folder))
         counted = _counted(observed.get, embedded)
         if counted[None].rows == 0:
             self.fs.delete(folder)
@@ -336,14 +348,15 @@ class PartStore:
         the folder back (docs/benchmarks.md, "Range writes")."""
         folder = self.new_folder(definition)
         written = Observation()
-        self._with_hashes(definition.schema, stamped, embedded).sortWithinPartitions(PART_COLUMN) \
-            .observe(written, F.expr("count(1) AS rows")).write.parquet(self.fs.uri(folder))
-        rows = int(written.get["rows"])
-        if not rows:
-            self.fs.delete(folder)
-            return "", {}
-        return folder, {int(row[PART_COLUMN]): _counted(row, embedded)
-                        for row in self._by_part(folder, rows, True, embedded)}
+        with self._deleted_on_failure(folder):
+            self._with_hashes(definition.schema, stamped, embedded).sortWithinPartitions(PART_COLUMN) \
+                .observe(written, F.expr("count(1) AS rows")).write.parquet(self.fs.uri(folder))
+            rows = int(written.get["rows"])
+            if not rows:
+                self.fs.delete(folder)
+                return "", {}
+            return folder, {int(row[PART_COLUMN]): _counted(row, embedded)
+                            for row in self._by_part(folder, rows, True, embedded)}
 
     def forget(self, definition: ObjectDef) -> None:
         for key in [k for k in self.cache if k[0] == definition.id]:
