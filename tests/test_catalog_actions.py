@@ -4,13 +4,14 @@ entries of older versions still replay."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from pyspark.sql.types import IntegerType, StructField, StructType, TimestampType
 
-from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropParts, InvalidAction, Loaded, Options,
-                                          Part, Setting, SinkBatch, TableData, Vacuumed, TooLate, Verified, read_action)
+from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropParts, InvalidAction, KeyFacts, Loaded,
+                                          Options, Part, Setting, SinkBatch, TableData, Vacuumed, TooLate, Verified, read_action)
 from viewdf_magic.catalog.catalog import LOG, Catalog
 from viewdf_magic.catalog.local_fs import LocalFileSystem
 from viewdf_magic.catalog.model import LineageRange, LoadedFile, ObjectDef, ObjectState, PartMeta
@@ -28,6 +29,7 @@ def meta(subscript: int, folder: str, checksum: str = "c") -> PartMeta:
 
 EXAMPLES = [Create(STREAM), Drop("s", 5.0), Drop("s"), Part("v", meta(7, "data/v0001/a")),
             Part("v", meta(7, "data/v0001/b"), same_rows=True), Advance("s", 9, 4.0), Verified("v", 7),
+            KeyFacts("s", 7, ("dest", "src"), True), KeyFacts("s", 8, ("src",), False),
             Options("s", {"lateness": 2}), Options("s", {"lateness": None, "retain": 5}), DropParts("v", 3, 6.0),
             DropParts("v", 3), Setting("maintenance", "manual"), Setting("maintenance", None),
             Vacuumed(("data/a", "data/b")), TableData("t", ("data/t0001/x",), 12, 7.0),
@@ -51,6 +53,8 @@ def test_the_log_format_is_unchanged():
     assert Options("s", {"retain": 5}).to_json() == {"op": "options", "name": "s", "retain": 5}
     assert Create(STREAM).to_json() == {"op": "create", "object": STREAM.to_json()}
     assert Vacuumed(("a",)).to_json() == {"op": "vacuumed", "folders": ["a"]}
+    assert KeyFacts("s", 7, ("k",), True).to_json() == {"op": "key_facts", "name": "s", "subscript": 7,
+                                                        "columns": ("k",), "repeats": True}
     assert Loaded("s", (LoadedFile("file:/a.csv", 4, 1.0, "ff", 2.0),)).to_json() == {
         "op": "loaded", "name": "s",
         "files": [{"path": "file:/a.csv", "size": 4, "modified": 1.0, "sha256": "ff", "loaded": 2.0}]}
@@ -118,7 +122,8 @@ def test_every_kind_of_change_is_undone_when_a_later_action_fails(catalog):
     every_kind = [Part("s", meta(-3, "data/s0001/-3")),          # late rows before the first part: a sealed gap
                   Advance("s", 8, 4.0),                         # parts 4 .. 8 sealed empty
                   Part("v", meta(1, "data/v0001/2")),           # replaces a part: its folder becomes garbage
-                  Verified("v", 1), Options("s", {"retain": 4, "lateness": 1}), Setting("maintenance", "manual"),
+                  Verified("v", 1), KeyFacts("s", 3, ("x",), True), KeyFacts("s", 3, ("ts",), False),
+                  Options("s", {"retain": 4, "lateness": 1}), Setting("maintenance", "manual"),
                   Vacuumed(("data/v0001/1",)), DropParts("s", 2, 9.0), Create(other), Part("w", meta(1, "data/w/1")),
                   Loaded("s", (LoadedFile("file:/in/a.csv", 49, 3.5, "ab", 8.0),)), Drop("v", 11.0)]
     with pytest.raises(InvalidAction, match="no object named 'v'"):
@@ -178,3 +183,16 @@ def test_entries_written_by_earlier_versions_replay(tmp_path):
     # DROP without "updated": the files were deleted at once, so none are garbage
     fs.write_text(f"{LOG}/{2:020d}.json", json.dumps({"version": 2, "actions": [{"op": "drop", "name": "s"}]}))
     assert catalog.refresh() and catalog.version == 2 and catalog.objects == {} and catalog.garbage == {}
+
+
+def test_key_facts_add_to_a_stream_part_and_change_nothing_else(catalog):
+    catalog.commit([Part("s", meta(3, "data/s0001/3")), Advance("s", 3, 3.5)])
+    before = catalog.state("S").parts[3]
+    catalog.commit([KeyFacts("s", 3, ("x",), True), KeyFacts("s", 3, ("ts", "x"), False),
+                    KeyFacts("s", 3, ("x",), True), KeyFacts("s", 5, ("x",), False)])   # 5: no such part, ignored
+    after = catalog.state("S").parts[3]
+    assert (after.repeated, after.unique) == ((("x",),), (("ts", "x"),))
+    assert dataclasses.replace(after, repeated=(), unique=()) == before     # rows, folders, versions
+    assert 5 not in catalog.state("S").parts
+    assert STREAM.repeats_in(after, ("x",)) is True and STREAM.repeats_in(after, ("x", "ts")) is False
+    assert STREAM.repeats_in(after, ("ts",)) is None

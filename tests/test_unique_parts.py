@@ -1,5 +1,7 @@
-"""UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS ...: ingest records, per stream part, whether no two rows share
-the columns a view asks about, and the maintainer runs that clause exactly for those parts (issue 22)."""
+"""UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS ...: the maintainer runs that clause for the stream parts where no
+two rows share the columns, as the steps' own Spark jobs find and record per part (issues 22 and 30): it expects
+a part nobody checked to qualify unless the part before did not, and a part that turns out not to is computed
+again by the general UPDATE."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ def plans(warehouse) -> dict[int, set]:
     return {int((at - T0).total_seconds()) // 60: set(group["plan"]) for at, group in stored.groupby("at")}
 
 
-def test_the_unique_update_runs_exactly_where_ingest_found_no_repeated_key(make_warehouse):
+def test_the_unique_update_keeps_exactly_the_parts_without_a_repeated_key(make_warehouse):
     warehouse = make_warehouse()
     warehouse.execute(STREAM + ";" + COUNTS)
     for minute, keys in enumerate([("a", "a"), ("a", "b"), ("a", "a", "b"), (None, None), ("c",), (None, "c")]):
@@ -44,19 +46,39 @@ def test_the_unique_update_runs_exactly_where_ingest_found_no_repeated_key(make_
     hows = {s - FIRST: meta.how for s, meta in warehouse.catalog.state("Counts").parts.items()}
     assert hows == {0: "initialize", 1: "update when unique", 2: "update", 3: "update", 4: "update when unique",
                     5: "update when unique"}
-    facts = {s - FIRST: meta.unique for s, meta in warehouse.catalog.state("M").parts.items()}
-    assert facts == {0: (), 1: (("k",),), 2: (), 3: (), 4: (("k",),), 5: (("k",),)}   # 0, 2, 3: a key twice (NULL too)
+    # 0: the INITIALIZE checks nothing; 2 and 3: a key twice (NULL too); 4: one row, nothing to check
+    facts = {s - FIRST: (meta.unique, meta.repeated) for s, meta in warehouse.catalog.state("M").parts.items()}
+    assert facts == {0: ((), ()), 1: ((("k",),), ()), 2: ((), (("k",),)), 3: ((), (("k",),)), 4: ((), ()),
+                     5: ((("k",),), ())}
     reopened = make_warehouse()
     assert reopened.catalog.state("M").parts[FIRST + 5].unique == (("k",),)
+    assert reopened.catalog.state("M").parts[FIRST + 3].repeated == (("k",),)
+
+
+def test_a_part_after_a_repeating_one_takes_the_general_update_and_records_its_fact(make_warehouse):
+    """Part 2 repeats a key, so part 3 is expected to and takes the general UPDATE, whose job finds it does
+    not: part 4 takes the guarded one again. No part runs two jobs for the step but part 2 (checked, then
+    recomputed)."""
+    warehouse = make_warehouse()
+    warehouse.execute(STREAM + ";" + COUNTS)
+    for minute, keys in enumerate([("a", "b"), ("a", "b"), ("a", "a"), ("a", "b"), ("a", "b")]):
+        warehouse.ingest("M", rows(minute, *keys))
+    assert plans(warehouse) == {0: {"initialize"}, 1: {"unique"}, 2: {"general"}, 3: {"general"}, 4: {"unique"}}
+    facts = {s - FIRST: (meta.unique, meta.repeated) for s, meta in warehouse.catalog.state("M").parts.items()}
+    assert facts == {0: ((), ()), 1: ((("k",),), ()), 2: ((), (("k",),)), 3: ((("k",),), ()), 4: ((("k",),), ())}
+    counts = warehouse.execute("SELECT PART_TIMESTAMP AS at, k, n FROM Counts")
+    assert sorted((int((at - T0).total_seconds()) // 60, k, n) for at, k, n in counts.itertuples(index=False)) == \
+        [(0, "a", 1), (0, "b", 1), (1, "a", 1), (1, "b", 1), (2, "a", 2), (3, "a", 1), (3, "b", 1), (4, "a", 1),
+         (4, "b", 1)]
 
 
 def test_a_declared_unique_stream_needs_no_check_and_always_qualifies(make_warehouse):
     warehouse = make_warehouse()
     warehouse.execute(STREAM + " UNIQUE (k) PER PART;" + COUNTS)
-    assert warehouse.maintainer.unique_key_sets(warehouse.catalog.get("M")) == []
     for minute in range(3):
         warehouse.ingest("M", rows(minute, "a", "b"))
     assert plans(warehouse) == {0: {"initialize"}, 1: {"unique"}, 2: {"unique"}}
+    assert all(not meta.unique and not meta.repeated for meta in warehouse.catalog.state("M").parts.values())
 
 
 def test_late_rows_that_repeat_a_key_send_the_part_back_to_the_general_update(make_warehouse):
@@ -69,14 +91,14 @@ def test_late_rows_that_repeat_a_key_send_the_part_back_to_the_general_update(ma
     assert plans(warehouse)[1] == {"unique"}
     warehouse.ingest("M", rows(1, "a"))          # now a twice: the repair takes the general UPDATE
     assert warehouse.catalog.state("M").parts[FIRST + 1].unique == ()
+    assert warehouse.catalog.state("M").parts[FIRST + 1].repeated == (("k",),)
     stored = warehouse.execute("SELECT k, n, plan FROM Counts WHERE PART_TIMESTAMP = '2015-01-01 10:01:00'")
     assert sorted(stored.itertuples(index=False, name=None)) == [("a", 2, "general"), ("b", 1, "general"),
                                                                   ("c", 1, "general")]
 
 
-def test_a_view_created_after_the_data_gets_facts_for_new_parts_only(make_warehouse):
-    """Old parts were ingested before any view asked: they take the general UPDATE (correct, slower);
-    parts ingested after the view exists are checked."""
+def test_a_view_created_after_the_data_checks_the_old_parts_too(make_warehouse):
+    """Parts ingested before any view asked are checked by the steps that read them, as new ones are."""
     warehouse = make_warehouse()
     warehouse.execute(STREAM + "; SET MAINTENANCE MANUAL")
     for minute in range(3):
@@ -86,7 +108,7 @@ def test_a_view_created_after_the_data_gets_facts_for_new_parts_only(make_wareho
     warehouse.execute("STEP Counts 3")
     warehouse.ingest("M", rows(3, "a", "b"))
     warehouse.execute("STEP Counts 1")
-    assert plans(warehouse) == {0: {"initialize"}, 1: {"general"}, 2: {"general"}, 3: {"unique"}}
+    assert plans(warehouse) == {0: {"initialize"}, 1: {"unique"}, 2: {"unique"}, 3: {"unique"}}
 
 
 def test_explain_names_the_update_each_recent_part_got(make_warehouse):
@@ -95,19 +117,23 @@ def test_explain_names_the_update_each_recent_part_got(make_warehouse):
     for minute, keys in enumerate([("a",), ("a", "b"), ("a", "a")]):
         warehouse.ingest("M", rows(minute, *keys))
     detail = warehouse.run("EXPLAIN VIEW Counts")[0].detail
-    assert ("Counts has two UPDATE clauses: UPDATE WHEN M[j] IS UNIQUE (k) for the parts where ingest found no "
-            "two rows with the same (k)") in detail
+    assert ("Counts has two UPDATE clauses: UPDATE WHEN M[j] IS UNIQUE (k) for the parts where no two rows have "
+            "the same (k)") in detail
+    assert ("the guarded one runs unless the part before repeated them, and a part where they repeat after all is "
+            "computed again by the general one") in detail
     assert ("Its newest parts: 2015-01-01 10:00:00 INITIALIZE; 2015-01-01 10:01:00 UPDATE WHEN UNIQUE; "
             "2015-01-01 10:02:00 UPDATE.") in detail
 
 
 @pytest.mark.parametrize("clause, message, at", [
     ("UPDATE Counts[j] WHEN Other[j] IS UNIQUE (k) AS SELECT k, 1 AS n FROM M[j]",
-     "IS UNIQUE is known for stream parts only (ingest checks them); Other is a view", "Other[j]"),
+     "IS UNIQUE is known for stream parts only; Other is a view", "Other[j]"),
     ("UPDATE Counts[j] WHEN M[j] IS UNIQUE (w) AS SELECT k, 1 AS n FROM M[j]",
      "IS UNIQUE names 'w', which is not a column of M (ts, k, v)", "w)"),
     ("UPDATE Counts[j] WHEN Counts[j-1] IS UNIQUE (k) AS SELECT k, 1 AS n FROM M[j]",
-     "IS UNIQUE is known for stream parts only (ingest checks them); Counts is this view", "Counts[j-1]"),
+     "IS UNIQUE is known for stream parts only; Counts is this view", "Counts[j-1]"),
+    ("UPDATE Counts[j] WHEN M[j] IS UNIQUE (k) AS SELECT k, 1 AS n FROM M[j-1]",
+     "the UPDATE that M[j] IS UNIQUE guards must read M[j]", "M[j] IS"),
     ("UPDATE Counts[j] WHEN M[j] IS UNIQUE k AS SELECT k, 1 AS n FROM M[j]", "expected (", "k AS"),
 ])
 def test_a_bad_guard_is_refused_at_its_position(make_warehouse, clause, message, at):
@@ -147,8 +173,8 @@ def test_the_language_guide_example_keeps_the_latest_value_per_key(make_warehous
 
 
 def test_two_views_asking_different_columns_get_a_fact_each(make_warehouse):
-    """Two guards over one stream (columns named like the check's own: s, k, h): one job finds, per part,
-    which of the two column sets repeats, and each view takes the UPDATE its own set allows."""
+    """Two guards over one stream: each view's steps find, per part, whether their own column set repeats,
+    and each view takes the UPDATE its own set allows."""
     warehouse = make_warehouse()
     warehouse.execute("CREATE STREAM N (ts TIMESTAMP, s STRING, h INT) TIMESTAMP ts PARTITION LENGTH 60")
     for name, columns in (("ByS", "s"), ("BySH", "s, h")):
@@ -156,14 +182,32 @@ def test_two_views_asking_different_columns_get_a_fact_each(make_warehouse):
             INITIALIZE {name}[i] AS SELECT 'initialize' AS plan FROM N[i]
             UPDATE {name}[j] AS SELECT 'general' AS plan FROM N[j]
             UPDATE {name}[j] WHEN N[j] IS UNIQUE ({columns}) AS SELECT 'unique' AS plan FROM N[j]""")
-    assert warehouse.maintainer.unique_key_sets(warehouse.catalog.get("N")) == [("s",), ("h", "s")]
     batches = [[("a", 1)], [("a", 1), ("b", 1)], [("a", 1), ("a", 2)], [("a", 1), ("a", 1)]]
     for minute, batch in enumerate(batches):
         warehouse.ingest("N", pd.DataFrame({"ts": [T0 + pd.Timedelta(minutes=minute, seconds=s) for s in range(len(batch))],
                                             "s": [s for s, _ in batch], "h": [h for _, h in batch]}))
-    facts = [warehouse.catalog.state("N").parts[FIRST + m].unique for m in range(1, 4)]
-    assert facts == [(("s",), ("h", "s")), (("h", "s"),), ()]
+    stream = warehouse.catalog.get("N")
+    known = [(stream.repeats_in(meta, ("s",)), stream.repeats_in(meta, ("s", "h"))) for meta in
+             [warehouse.catalog.state("N").parts[FIRST + m] for m in range(1, 4)]]
+    assert known == [(False, False), (True, False), (True, True)]
     for name, want in (("ByS", ["unique", "general", "general"]), ("BySH", ["unique", "unique", "general"])):
         stored = warehouse.execute(f"SELECT DISTINCT PART_TIMESTAMP AS at, plan FROM {name}")
         assert [set(stored[stored["at"] == T0 + pd.Timedelta(minutes=m)]["plan"]) for m in range(1, 4)] == \
             [{p} for p in want], name
+
+
+def test_a_guarded_update_that_stops_reading_early_is_not_trusted(make_warehouse):
+    """A LIMIT lets Spark stop reading the part before its job has seen every key: the job cannot tell
+    whether a key repeats, so the part is computed again by the general UPDATE (and nothing is recorded)."""
+    warehouse = make_warehouse()
+    warehouse.execute(STREAM + """;
+        CREATE VIEW Firsts AS
+        INITIALIZE Firsts[i] AS SELECT k, count(*) AS n, 'initialize' AS plan FROM M[i] GROUP BY k
+        UPDATE Firsts[j] AS SELECT k, count(*) AS n, 'general' AS plan FROM M[j] GROUP BY k
+        UPDATE Firsts[j] WHEN M[j] IS UNIQUE (k) AS SELECT k, 1 AS n, 'unique' AS plan FROM M[j] LIMIT 1""")
+    keys = [f"k{n:02}" for n in range(30)]
+    warehouse.ingest("M", rows(0, "a"))
+    warehouse.ingest("M", rows(1, *keys, "k07"))
+    stored = warehouse.execute("SELECT k, n, plan FROM Firsts WHERE PART_TIMESTAMP = '2015-01-01 10:01:00'")
+    assert sorted(stored.itertuples(index=False, name=None)) == \
+        sorted((k, 2 if k == "k07" else 1, "general") for k in keys)

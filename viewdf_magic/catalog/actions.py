@@ -201,6 +201,35 @@ class Verified(Action):
 
 
 @dataclass(frozen=True)
+class KeyFacts(Action):
+    """A step's job found whether two rows of a stream part share ``columns`` (lower case): the part's facts
+    gain them; its rows, versions and folders stay. A part that no longer exists is left alone (retention
+    may have dropped it while the step ran)."""
+
+    op = "key_facts"
+    name: str
+    subscript: int
+    columns: tuple[str, ...]
+    repeats: bool
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "KeyFacts":
+        return cls(data["name"], int(data["subscript"]), tuple(data["columns"]), bool(data["repeats"]))
+
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        parts = _state(state, self.name).parts
+        meta = parts.get(self.subscript)
+        if meta is None:
+            return _nothing
+        if self.repeats:
+            changed = dataclasses.replace(meta, repeated=tuple(dict.fromkeys((*meta.repeated, self.columns))))
+        else:
+            changed = dataclasses.replace(meta, unique=tuple(dict.fromkeys((*meta.unique, self.columns))))
+        parts[self.subscript] = changed
+        return _undo_items([(parts, self.subscript)], {self.subscript: meta})
+
+
+@dataclass(frozen=True)
 class Options(Action):
     """A stream's ALLOWED LATENESS or an object's RETAIN, in parts (None: unbounded), and the table a stream
     diverts rows later than allowed into (None: they are refused); only the options named in ``values``
@@ -379,7 +408,7 @@ class TooLate(Action):
 
 
 KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
-                                  (Create, Drop, Part, Advance, Verified, Options, DropParts, Setting, Vacuumed,
+                                  (Create, Drop, Part, Advance, Verified, KeyFacts, Options, DropParts, Setting, Vacuumed,
                                    TableData, Loaded, SinkBatch, TooLate)}
 
 

@@ -101,7 +101,8 @@ class PartMeta:
     repair_seconds: float = 0.0         # view parts: the seconds those recomputations took
     changed: int = 0                    # catalog version of the last content change (set by the catalog)
     verified: int = 0                   # catalog version it was last computed or checked at (set by the catalog)
-    unique: tuple[tuple[str, ...], ...] = ()   # stream parts: column sets (lower case) no two rows share, checked
+    unique: tuple[tuple[str, ...], ...] = ()     # stream parts: column sets (lower case) no two rows share
+    repeated: tuple[tuple[str, ...], ...] = ()   # stream parts: column sets (lower case) two rows share
 
     @property
     def late_rows(self) -> bool:
@@ -133,6 +134,7 @@ class PartMeta:
         data["arrival_rows"] = tuple(data.get("arrival_rows", ()))
         data["arrival_behind"] = tuple(data.get("arrival_behind", ()))
         data["unique"] = tuple(tuple(columns) for columns in data.get("unique", ()))
+        data["repeated"] = tuple(tuple(columns) for columns in data.get("repeated", ()))
         data["how"] = ClauseKind(data["how"])
         return PartMeta(**data)
 
@@ -168,13 +170,18 @@ class ObjectDef:
         """``UNIQUE (a, b) PER PART`` as declared ("" when the stream declares none)."""
         return f"UNIQUE ({', '.join(self.unique)}) PER PART" if self.unique else ""
 
-    def unique_in(self, meta: PartMeta | None, columns: tuple[str, ...]) -> bool:
-        """No two rows of the stream part ``meta`` share ``columns``: the part has no rows, the stream is
-        declared UNIQUE on some of them, or ingest found no repeat on some of them."""
+    def repeats_in(self, meta: PartMeta | None, columns: tuple[str, ...]) -> bool | None:
+        """Whether two rows of the stream part ``meta`` share ``columns``: False when the part has at most one
+        row, the stream is declared UNIQUE on some of them, or a step's job found no repeat on some of them;
+        True when a step's job found two rows sharing them (or more of them); None when nobody checked."""
         wanted = {c.lower() for c in columns}
         if meta is None or meta.rows <= 1 or (self.unique and {c.lower() for c in self.unique} <= wanted):
+            return False
+        if any(set(known) <= wanted for known in meta.unique):
+            return False
+        if any(wanted <= set(known) for known in meta.repeated):
             return True
-        return any(set(known) <= wanted for known in meta.unique)
+        return None
 
     @property
     def schema(self) -> StructType:

@@ -229,8 +229,9 @@ class Corrector:
             if arriving:
                 self.ingester.validate(definition, arriving, error)
             slices = {s: Slice(folder, s, batch.first or 0, batch.last or 0) for s in written}
-            facts = self.ingester.check_keys(definition, folder, [Wanted(slices[s], s) for s in written], written,
-                                             error, frozenset(touched)) if isinstance(change, st.Update) else {}
+            if isinstance(change, st.Update):
+                self.ingester.check_keys(definition, folder, [Wanted(slices[s], s) for s in written], written, error,
+                                         frozenset(touched))
         except BaseException:
             self.store.discard(folder)
             raise
@@ -238,7 +239,7 @@ class Corrector:
             self.store.discard(folder)
         if not counts:          # the one part read lost no row
             return report
-        self._publish(definition, touched, written, slices, facts, time.perf_counter() - started)
+        self._publish(definition, touched, written, slices, isinstance(change, st.Delete), time.perf_counter() - started)
         report.rows = sum(counts.values())
         report.touched = touched
         report.moved_into = sorted(arriving)
@@ -260,7 +261,9 @@ class Corrector:
         self.catalog.commit([TableData(definition.key, (folder,) if rows else (), rows, time.time(), replace=True)])
 
     def _publish(self, definition: ObjectDef, touched: list[int], written: dict[int, int], slices: dict[int, Slice],
-                 facts: dict[int, tuple[tuple[str, ...], ...]], seconds: float) -> None:
+                 deleted: bool, seconds: float) -> None:
+        """Publish the changed parts. What their rows were found to repeat or not (storage/repeats.py) is
+        forgotten, except that no column set repeats after a DELETE where none did before."""
         state = self.catalog.state(definition.name)
         now = time.time()
         actions: list[Action] = []
@@ -269,11 +272,11 @@ class Corrector:
             n = written.get(s, 0)
             actions.append(Part(definition.key, dataclasses.replace(
                 old, rows=n, folders=(slices[s].text,) if n else (), updated=now,
-                unique=facts.get(s, ()) if s in facts else old.unique)))
+                unique=old.unique if deleted else (), repeated=())))
         for s, n in sorted(written.items()):      # rows an UPDATE moved into another part arrive there
             if s not in touched:
                 actions.append(Part(definition.key, arrived(state.parts.get(s), s, n, slices[s].text, state.newest,
-                                                            seconds, now, facts.get(s, ()))))
+                                                            seconds, now)))
         if state.newest is not None and max(written, default=state.newest) > state.newest:
             actions.append(Advance(definition.key, max(written), now))
         actions += self.ingester.repair_from(definition, min([*touched, *written]))

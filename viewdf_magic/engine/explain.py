@@ -140,9 +140,12 @@ def _unique_summary(engine: Engine, definition: ObjectDef) -> str:
     parts = engine.catalog.state(definition.name).parts
     recent = [(s, parts[s].how) for s in list(parts)[-RECENT_PARTS:]]
     named = "; ".join(f"{format_part(s, definition.length)} {how.label}" for s, how in recent)
-    return (f"{definition.name} has two UPDATE clauses: UPDATE WHEN {guard} for the parts where ingest found no two "
-            f"rows with the same ({', '.join(view.unique_columns)}), the other for the rest (a run of parts computed "
-            f"in one range step uses its range plan). " + (f"Its newest parts: {named}." if recent else ""))
+    columns = ", ".join(view.unique_columns)
+    return (f"{definition.name} has two UPDATE clauses: UPDATE WHEN {guard} for the parts where no two rows have the "
+            f"same ({columns}), the other for the rest (a run of parts computed in one range step uses its range "
+            f"plan). Each UPDATE's own Spark job finds whether ({columns}) repeats in its part: the guarded one runs "
+            f"unless the part before repeated them, and a part where they repeat after all is computed again by the "
+            f"general one. " + (f"Its newest parts: {named}." if recent else ""))
 
 
 def _plans(engine: Engine, definition: ObjectDef, step: PendingStep) -> str:

@@ -76,7 +76,7 @@ class Ingester:
         self.catalog = catalog
         self.store = store
         self.retention = retention
-        self.maintainer = maintainer      # the uniqueness facts views ask of a stream; the views written with it
+        self.maintainer = maintainer      # the views written with a batch, and repairs
         self.fusing = fusing              # whether views are written with a batch (AUTO maintenance)
 
     def append_stream(self, definition: ObjectDef, frame: DataFrame, error: ErrorAt) -> IngestReport:
@@ -85,9 +85,9 @@ class Ingester:
         One Spark job writes the batch (one folder, sorted by part) and observes its row count, its rows
         without a timestamp and its first and last part; the checks run on what was written, and a
         refused batch's folder is deleted before anything names it. Only a batch spanning several parts
-        counts them in a second job (reading the written part numbers); a UNIQUE stream's declaration
-        and the uniqueness facts views ask for (``UPDATE .. WHEN X[j] IS UNIQUE``) are checked in one job
-        over the written keys' hashes.
+        counts them in a second job (reading the written part numbers); a UNIQUE stream's declaration is
+        checked in one job over the written keys' hashes. (Whether other columns repeat in a part, which
+        ``UPDATE .. WHEN X[j] IS UNIQUE`` asks, the view's step finds in its own job.)
 
         Under AUTO maintenance, the views whose next part is a projection of the stream's part (q1's
         ``SELECT .. FROM bid[j]``) are written by the same job, as struct columns of the batch
@@ -116,13 +116,14 @@ class Ingester:
                 if parts:
                     self.validate(definition, parts, error)
                 written = [Wanted(Slice(folder, s, batch.first, batch.last), s) for s in parts]
-                facts = self.check_keys(definition, folder, written, parts, error) if parts else {}
+                if parts:
+                    self.check_keys(definition, folder, written, parts, error)
                 with self.catalog.transaction():
                     if late:
                         report.diverted = self._divert(definition, folder, batch.first, batch.last, late, error)
                         report.diverted_into = state.late_into or ""
                     if parts:
-                        self._publish(definition, folder, batch.first, batch.last, parts, facts,
+                        self._publish(definition, folder, batch.first, batch.last, parts,
                                       time.perf_counter() - started)
                         report.steps = self.maintainer.record_batch(definition, fusions, newest, folder,
                                                                     (batch.first, batch.last), fused)
@@ -156,7 +157,7 @@ class Ingester:
         return self.store.write_batch(definition, frame, folder), []
 
     def _publish(self, definition: ObjectDef, folder: str, first: int, last: int, parts: dict[int, int],
-                 facts: dict[int, tuple[tuple[str, ...], ...]], seconds: float) -> None:
+                 seconds: float) -> None:
         """Publish the parts a batch wrote into ``folder`` (for parts ``first .. last``; ``parts``: their rows),
         advance the stream, and ask for a repair of the view parts that read late ones."""
         now = time.time()
@@ -165,7 +166,7 @@ class Ingester:
         for s, n in sorted(parts.items()):
             slice_text = Slice(folder, s, first, last).text
             actions.append(Part(definition.key, arrived(state.parts.get(s), s, n, slice_text, state.newest, seconds,
-                                                        now, facts.get(s, ()))))
+                                                        now)))
         actions.append(Advance(definition.key, max(parts), now))
         actions += self.repair_from(definition, min(parts))
         self.catalog.commit(actions)
@@ -247,30 +248,24 @@ class Ingester:
                         f"{MAX_NEW_PARTS:,}. Are the timestamps in the right unit? Nothing was written")
 
     def check_keys(self, definition: ObjectDef, folder: str, written: list[Wanted], counts: dict[int, int],
-                   error: ErrorAt, replaced: frozenset[int] = frozenset()) -> dict[int, tuple[tuple[str, ...], ...]]:
-        """Check the stream's UNIQUE (..) PER PART and find, for each written part, the column sets views
-        ask of it that no two of its rows share (the part's facts). The stored rows of the written parts
-        count too, except in ``replaced`` parts (whose rows the written ones replace)."""
-        declared = (tuple(c.lower() for c in definition.unique),) if definition.unique else ()
-        asked = [*declared, *self.maintainer.unique_key_sets(definition)]
+                   error: ErrorAt, replaced: frozenset[int] = frozenset()) -> None:
+        """Check the stream's UNIQUE (..) PER PART, if it declares one, for each written part. The stored rows
+        of the written parts count too, except in ``replaced`` parts (whose rows the written ones replace).
+        (What views' ``WHEN X[j] IS UNIQUE`` ask of undeclared columns, their steps find: storage/repeats.py.)"""
+        if not definition.unique:
+            return
         kept = [s for s in counts if s in self.catalog.state(definition.name).parts and s not in replaced]
-        repeats = self._repeats(definition, folder, counts, asked, kept)
-        if declared and any(k == 0 for _, k in repeats):
+        if self._repeats(definition, folder, counts, kept):
             self._check_unique(definition, written, kept, error)      # the values, unless two hashes collided
-        return {w.target: tuple(keys for k, keys in enumerate(asked) if k >= len(declared) and (w.target, k) not in repeats)
-                for w in written}
 
-    def _repeats(self, definition: ObjectDef, folder: str, counts: dict[int, int],
-                 key_sets: list[tuple[str, ...]], late: list[int]) -> set[tuple[int, int]]:
-        """(part, index into ``key_sets``) for every part the batch in ``folder`` wrote (``counts``: its
-        rows there) where two rows (the stored ones of ``late`` parts included) have the same 64-bit hash
-        of the set's columns, from one Spark job: a collision can only report a repeat that is not there,
-        never miss one. Parts of one new row need no job."""
-        if not key_sets or all(n <= 1 and s not in late for s, n in counts.items()):
-            return set()
-        spelled = {f.name.lower(): f.name for f in definition.schema.fields}
-        columns = sorted({spelled[c] for keys in key_sets for c in keys})
-        hashes = [F.xxhash64(*[F.col(quote_name(spelled[c])) for c in keys]) for keys in key_sets]
+    def _repeats(self, definition: ObjectDef, folder: str, counts: dict[int, int], late: list[int]) -> bool:
+        """Whether a part the batch in ``folder`` wrote (``counts``: its rows there) has two rows (the stored
+        ones of ``late`` parts included) with the same 64-bit hash of the declared UNIQUE columns, from one
+        Spark job: a collision can only report a repeat that is not there, never miss one. Parts of one new
+        row need no job."""
+        if all(n <= 1 and s not in late for s, n in counts.items()):
+            return False
+        columns = list(definition.unique)
         rows = self.store.batch_columns(definition, folder, columns)
         state = self.catalog.state(definition.name)
         if late:
@@ -278,11 +273,8 @@ class Ingester:
             rows = rows.unionByName(old.select(*[quote_name(c) for c in columns],
                                                _subscript(definition).alias(PART_COLUMN)))
         rows = one_task_if_small(rows, sum(counts.values()) + sum(state.parts[s].rows for s in late))
-        keyed = rows.select(PART_COLUMN, F.lit(0).alias("k"), hashes[0].alias("h")) if len(hashes) == 1 else \
-            rows.select(PART_COLUMN, F.posexplode(F.array(*hashes)).alias("k", "h"))
-        repeated = keyed.groupBy(PART_COLUMN, "k", "h").count().where("count > 1").select(PART_COLUMN, "k") \
-            .distinct().collect()
-        return {(int(row[PART_COLUMN]), int(row["k"])) for row in repeated}
+        hashed = rows.select(PART_COLUMN, F.xxhash64(*[F.col(quote_name(c)) for c in columns]).alias("h"))
+        return bool(hashed.groupBy(PART_COLUMN, "h").count().where("count > 1").limit(1).collect())
 
     def _check_unique(self, definition: ObjectDef, written: list[Wanted], late: list[int], error: ErrorAt) -> None:
         """UNIQUE (..) PER PART, exactly: no two rows of one part, in the batch or stored in a ``late`` part,
@@ -319,18 +311,19 @@ class Ingester:
 
 
 def arrived(old: PartMeta | None, subscript: int, rows: int, slice_text: str, newest: int | None, seconds: float,
-            now: float, unique: tuple[tuple[str, ...], ...]) -> PartMeta:
+            now: float) -> PartMeta:
     """Stream part ``subscript`` after ``rows`` rows arrived in ``slice_text`` (``old``: the part before; None
-    if it had no rows), with the stream's newest part ``newest`` before they came: later rows are on time."""
+    if it had no rows), with the stream's newest part ``newest`` before they came: later rows are on time.
+    A part that grows keeps the column sets its rows were found to repeat, not those found unique."""
     behind = None if newest is None or subscript > newest else newest - subscript
     if old is not None:     # late rows for a part that has rows: the part grows
         rows_before, behind_before = old.arrival_counts()
         return dataclasses.replace(old, rows=old.rows + rows, folders=old.folders + (slice_text,),
                                    arrivals=old.arrivals + (now,), arrival_rows=rows_before + (rows,),
-                                   arrival_behind=behind_before + (behind,), updated=now, unique=unique)
+                                   arrival_behind=behind_before + (behind,), updated=now, unique=())
     how = ClauseKind.INGEST if behind is None else ClauseKind.LATE
     return PartMeta(subscript, rows, (slice_text,), seconds, (), now, how, arrivals=(now,), arrival_rows=(rows,),
-                    arrival_behind=(behind,), unique=unique)
+                    arrival_behind=(behind,))
 
 
 def _subscript(definition: ObjectDef) -> Column:

@@ -133,21 +133,6 @@ class Maintainer:
         it), the guarded UPDATE where the stream parts its guard names are unique."""
         return self.compiled(definition).clause(subscript, has_parts, self.timeline.uniqueness(definition, subscript))
 
-    def unique_key_sets(self, stream: ObjectDef) -> list[tuple[str, ...]]:
-        """The column sets (lower case) that views' UPDATE .. WHEN X[j] IS UNIQUE (..) ask of ``stream``'s
-        parts, except those its declared UNIQUE .. PER PART already answers: what ingest checks."""
-        declared = {c.lower() for c in stream.unique}
-        wanted: list[tuple[str, ...]] = []
-        for view in self.catalog.views():
-            compiled = self.compiled(view)
-            guard = compiled.unique_guard
-            if guard is None or not any(b.name.lower() == stream.key for b in guard.bindings):
-                continue
-            columns = tuple(sorted(c.lower() for c in compiled.unique_columns))
-            if columns not in wanted and not (declared and declared <= set(columns)):
-                wanted.append(columns)
-        return wanted
-
     def forget(self, definition: ObjectDef) -> None:
         self._compiled.pop(definition.key, None)
         self.definer.take_compiled(definition)      # what define kept, if the view was never read

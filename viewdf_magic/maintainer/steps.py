@@ -8,6 +8,7 @@ from typing import Callable, NamedTuple
 
 import pandas as pd
 
+from ..catalog.actions import KeyFacts
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from ..language.emptiness import EmptyWhen, empty_when
@@ -28,11 +29,13 @@ def resolved_sql(query: CompiledQuery, refs: list[ResolvedRef]) -> str:
 
 class Written(NamedTuple):
     """What a step's Spark job stored: its folder ("" when nothing), what it holds of the part (key None)
-    and of each fused view, and the fusions written with it."""
+    and of each fused view, the fusions written with it, and what it found of the stream parts its guard
+    names (catalog/actions.py's KeyFacts; None when it did not read one of them whole)."""
 
     folder: str
     counted: dict[str | None, Counted]
     fusions: tuple[Fusion, ...]
+    facts: tuple[KeyFacts, ...] | None = ()
 
 
 @dataclass(frozen=True)

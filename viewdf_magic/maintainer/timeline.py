@@ -113,18 +113,36 @@ class Timeline:
         return max(ends) if ends else None
 
     def uniqueness(self, view: ObjectDef, subscript: int) -> Callable[[CompiledQuery, tuple[str, ...]], bool]:
-        """For ``view``'s part ``subscript``: whether no two rows of the stream parts a guard names
-        (``X[j] IS UNIQUE (..)``) share the columns, as ingest recorded or the stream declares (a part not
-        written or sealed yet is not known to be)."""
+        """For ``view``'s part ``subscript``: whether to compute it by the guarded UPDATE, that is whether no
+        two rows of the stream parts a guard names (``X[j] IS UNIQUE (..)``) share the columns, as the
+        stream declares or a step's job found, or, for a part nobody checked yet, as expected: unless the
+        part before it repeated them. The step's job then checks (storage/repeats.py), and a part that
+        repeats them after all is computed again by the general UPDATE (a part not written or sealed yet
+        never qualifies)."""
         def unique(guard: CompiledQuery, columns: tuple[str, ...]) -> bool:
             for ref in self.resolve(guard, view, subscript):
-                state = self.catalog.state(ref.definition.name)
+                definition, state = ref.definition, self.catalog.state(ref.definition.name)
                 if ref.first is None or ref.last is None or state.newest is None or ref.last > state.newest:
                     return False
-                if not all(ref.definition.unique_in(state.parts.get(s), columns) for s in ref.subscripts):
-                    return False
+                for s in ref.subscripts:
+                    repeats = definition.repeats_in(state.parts.get(s), columns)
+                    if repeats is None:
+                        repeats = definition.repeats_in(state.parts.get(s - 1), columns) is True
+                    if repeats:
+                        return False
             return True
         return unique
+
+    def unchecked(self, guard: CompiledQuery, view: ObjectDef, subscript: int, columns: tuple[str, ...]
+                  ) -> list[ResolvedRef]:
+        """The parts ``guard`` names at ``view``'s part ``subscript`` for which nobody knows yet whether two of
+        their rows share ``columns`` (each a reference to one stream part)."""
+        found = []
+        for ref in self.resolve(guard, view, subscript):
+            state = self.catalog.state(ref.definition.name)
+            if any(ref.definition.repeats_in(state.parts.get(s), columns) is None for s in ref.subscripts):
+                found.append(ref)
+        return found
 
     def resolve(self, query: CompiledQuery, target: ObjectDef | None, subscript: int | None,
                 scope: int | None = None) -> list[ResolvedRef]:

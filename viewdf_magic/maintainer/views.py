@@ -102,7 +102,8 @@ def _compile_declaration(declared: Fragment | None, statement: CreateViewDF, loo
 def _compile_guard(statement: CreateViewDF, lookup: Lookup, catalog: Catalog
                    ) -> tuple[CompiledQuery | None, CompiledQuery | None, tuple[str, ...]]:
     """UPDATE V[j] WHEN X[j] IS UNIQUE (..) AS ...: the clause, X[j], and the columns as X spells them.
-    X must be one stream part and the columns its own (only ingest knows which parts are unique)."""
+    X must be one stream part that the clause reads (its job finds whether two of the part's rows share the
+    columns, storage/repeats.py), and the columns its own."""
     clause = statement.unique_update
     if clause is None or clause.guard is None:
         return None, None, ()
@@ -113,7 +114,7 @@ def _compile_guard(statement: CreateViewDF, lookup: Lookup, catalog: Catalog
     binding = guard.bindings[0]
     source = catalog.get(binding.name)
     if source is None or source.kind != "stream":
-        raise fragment.error(f"IS UNIQUE is known for stream parts only (ingest checks them); {binding.name} is "
+        raise fragment.error(f"IS UNIQUE is known for stream parts only; {binding.name} is "
                              f"{'this view' if source is None else 'a ' + source.kind}", binding.start, binding.end)
     spelled = {f.name.lower(): f.name for f in source.schema.fields}
     columns = []
@@ -122,7 +123,11 @@ def _compile_guard(statement: CreateViewDF, lookup: Lookup, catalog: Catalog
             raise statement.fragment.error(f"IS UNIQUE names '{name.text}', which is not a column of {source.name} "
                                            f"({', '.join(spelled.values())})", name.start, name.end)
         columns.append(spelled[name.key])
-    return _compile_clause(clause, lookup, statement.name.text), guard, tuple(columns)
+    update = _compile_clause(clause, lookup, statement.name.text)
+    if not any(b.kind is binding.kind and b.text.lower() == binding.text.lower() for b in update.bindings):
+        raise fragment.error(f"the UPDATE that {binding.text} IS UNIQUE guards must read {binding.text}: its Spark "
+                             f"job finds whether two rows of the part share the columns", binding.start, binding.end)
+    return update, guard, tuple(columns)
 
 
 def _compile_clauses(statement: CreateViewDF, catalog: Catalog) -> ViewClauses:

@@ -11,20 +11,22 @@ from collections import deque
 from typing import Callable, Sequence
 
 import pandas as pd
+from pyspark.sql import DataFrame, Observation
 
-from ..catalog.actions import Action, Part, Verified
+from ..catalog.actions import Action, KeyFacts, Part, Verified
 from ..catalog.catalog import Catalog
 from ..catalog.model import ObjectDef, PartMeta, Slice
 from ..language.queries import CompiledQuery
 from ..language.statements import ClauseKind
 from ..storage.parts import EMPTY_CHECKSUM, Counted, PartStore
+from ..storage.repeats import counting_repeats, repeats_found
 from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import part_start
 from .execute import QueryRunner, explain_text
 from .fusion import Fusion, embed
 from .reports import ReferenceReport, StepReport
 from .steps import PartPreview, PendingStep, PreparedStep, Written, empty_rule, resolved_sql
-from .timeline import Timeline, check_retained, existing
+from .timeline import ResolvedRef, Timeline, check_retained, existing
 from .views import CompiledView
 
 
@@ -70,7 +72,11 @@ class PartWriter:
                                 Written("", {None: Counted(previous_part.rows, previous_part.checksum)}, ()),
                                 folders=previous_part.folders)
         self.catalog.flush()      # parts recorded without a job so far are published before this one
-        bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.label})",
+        frames, checks = self._checking(step)
+        if frames:
+            check_retained(self.catalog, query, refs)       # bind checks only when no frame is given
+        bound = self.runner.bind(query, refs, frames or None,
+                                 context=f"computing {definition.name}[{subscript}] ({how.label})",
                                  schema=definition.schema, clause=how.label)
         with bound.running():
             stamped = self.store.stamp(definition, subscript, bound.frame)
@@ -86,16 +92,46 @@ class PartWriter:
             with bound.running():
                 if fused is not None:
                     try:
-                        return Written(*self.store.write_part(definition, subscript, *fused), tuple(fusions))
+                        written = Written(*self.store.write_part(definition, subscript, *fused), tuple(fusions))
+                        return written._replace(facts=_facts(checks))
                     except SPARK_ERRORS:      # as above
                         pass
-                return Written(*self.store.write_part(definition, subscript, stamped), ())
+                return Written(*self.store.write_part(definition, subscript, stamped), (), _facts(checks))
         return PreparedStep(step, started, lineage, plan_text, None, job=write)
 
+    def _checking(self, step: PendingStep
+                  ) -> tuple[dict[str, DataFrame], list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]]:
+        """For an UPDATE of a view with a guard (``WHEN X[j] IS UNIQUE (..)``) whose stream part nobody checked
+        yet: the part's rows for the step's query, counting inside its job whether two of them share the
+        guard's columns (by the query's placeholder), with what each count is observed by."""
+        compiled = self.compiled(step.view)
+        guard, columns = compiled.unique_guard, compiled.unique_columns
+        if guard is None or not step.how.same_clause(ClauseKind.UPDATE):
+            return {}, []
+        frames: dict[str, DataFrame] = {}
+        checks = []
+        for part in self.timeline.unchecked(guard, step.view, step.subscript, columns):
+            read = next(ref for ref in step.refs if ref.definition.key == part.definition.key
+                        and ref.subscripts == part.subscripts)        # the clause reads its guard's part
+            frames[read.binding.placeholder], observed = counting_repeats(self.runner.frame(read), columns)
+            parts = self.catalog.state(read.definition.name).parts
+            rows = sum(parts[s].rows for s in existing(read.subscripts, parts))
+            checks.append((part, rows, tuple(sorted(c.lower() for c in columns)), observed))
+        return frames, checks
+
     def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None) -> list[StepReport]:
-        """Record and commit what ``prepared``'s step computed (``result``)."""
-        step, (folder, written, fusions) = prepared.step, result
+        """Record and commit what ``prepared``'s step computed (``result``), with what its job found of the
+        stream parts its guard names; a guarded UPDATE whose part repeats a key after all is discarded, and
+        the part computed again by the general UPDATE."""
+        step, (folder, written, fusions, facts) = prepared.step, result
         definition, subscript = step.view, step.subscript
+        if step.how is ClauseKind.UPDATE_WHEN_UNIQUE and (facts is None or any(fact.repeats for fact in facts)):
+            if folder:
+                self.store.fs.delete(folder)
+            self.catalog.commit(list(facts or ()))
+            how, query = self.compiled(definition).clause(subscript, True)      # the general UPDATE
+            general = PendingStep(definition, subscript, how, query, self.timeline.resolve(query, definition, subscript), True)
+            return self.compute(general, prepared.plan is not None, previous, fusions)
         seconds = time.perf_counter() - prepared.started
         meta, report = self.recorded(step, written.get(None), folder, (subscript, subscript), seconds,
                                       prepared.lineage, folders=prepared.folders)
@@ -103,10 +139,10 @@ class PartWriter:
         if isinstance(action, Verified):
             if folder:
                 self.store.fs.delete(folder)
-            self.catalog.commit([action])
+            self.catalog.commit([action, *(facts or ())])
             self.history.append(report)
             return [report]
-        actions: list[Action] = [action]
+        actions: list[Action] = [action, *(facts or ())]
         reports = [report]
         for fusion in fusions:
             fused_meta, fused_report = self.fused_part(fusion, definition, subscript, written, folder,
@@ -217,3 +253,14 @@ class PartWriter:
         lineage = self.timeline.lineage(refs, (source.key, span[1]))
         meta, report = self.recorded(step, written.get(fusion.column), folder, span, 0.0, lineage, fusion.column)
         return meta, dataclasses.replace(report, fused_into=f"{source.name}[{subscript}]")
+
+
+def _facts(checks: list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]) -> tuple[KeyFacts, ...] | None:
+    """What a step's job found of each stream part it checked; None when it did not read one of them whole."""
+    found = []
+    for part, rows, columns, observed in checks:
+        repeats = repeats_found(observed, rows)
+        if repeats is None:
+            return None
+        found += [KeyFacts(part.definition.key, s, columns, repeats) for s in part.subscripts]
+    return tuple(found)

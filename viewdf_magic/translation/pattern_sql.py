@@ -15,7 +15,7 @@ dominance). Each part's events are folded in order (fast path without a loop for
   nor looks up killers: it is the event joined with the group's runs, like a hand-written step. Over
   a stream declared ``UNIQUE (..) PER PART`` on some of the group keys it is the only UPDATE; over
   others it is a second one, ``UPDATE .. WHEN S[j] IS UNIQUE (keys)``, which the maintainer runs for
-  the parts that ingest found to have no key twice (the general one for the rest).
+  the parts that have no key twice, as the step's own job finds (the general one for the rest).
 
 The final view selects, per group, the preferred run in the accepting state after the group's last
 event of the part (``matched``; the final state's own column when that is the same thing). Joins
