@@ -8,6 +8,8 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from py4j.protocol import Py4JError
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 EMBEDDED_APP = "viewdf"
@@ -32,18 +34,44 @@ EMBEDDED_CONFIG = {
 JVM_LOG = Path(tempfile.gettempdir()) / "viewdf-spark-driver.log"
 
 
+_logged_gateway: object | None = None     # the py4j gateway of the JVM whose standard error is JVM_LOG
+
+
 def _with_jvm_stderr_in_log(start: Callable[[], SparkSession]) -> SparkSession:
     """Run ``start`` with file descriptor 2 pointing at JVM_LOG, so a JVM it launches inherits the
     log as its standard error; this process's own standard error is restored afterwards."""
+    global _logged_gateway
+    launching = SparkContext._gateway is None
     sys.stderr.flush()
     saved = os.dup(2)
     try:
         with open(JVM_LOG, "ab") as log:
             os.dup2(log.fileno(), 2)
-            return start()
+            spark = start()
     finally:
         os.dup2(saved, 2)
         os.close(saved)
+    if launching:
+        _logged_gateway = SparkContext._gateway
+    return spark
+
+
+def stopped_jvm(spark: SparkSession) -> str | None:
+    """When the JVM of a classic ``spark`` no longer answers (it exited, or was killed): the message to give
+    instead of py4j's connection errors; None while it answers."""
+    if is_connect_session(spark):
+        return None
+    jvm = spark.sparkContext._jvm
+    try:
+        if jvm is not None:
+            jvm.java.lang.System.nanoTime()
+            return None
+    except (Py4JError, ConnectionError):
+        pass
+    logged = spark.sparkContext._gateway is not None and spark.sparkContext._gateway is _logged_gateway
+    why = f" Its last lines in {JVM_LOG} say why." if logged else ""
+    return (f"Spark's JVM stopped, so this SparkSession can run nothing more: restart the kernel (or the process) "
+            f"to start a new one.{why}")
 
 
 def embedded_session(master: str | None = None) -> SparkSession:

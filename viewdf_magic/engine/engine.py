@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 import pandas as pd
+from py4j.protocol import Py4JError
 from pyspark.sql import DataFrame, SparkSession
 
 from ..catalog.actions import Drop, Setting, SinkBatch, TooLate
@@ -36,7 +37,7 @@ from ..maintainer.timeline import ResolvedRef
 from ..storage.spark_errors import check_runtime
 from ..maintainer.verification import lifted_plan, verify_history, verify_runs
 from ..maintainer.views import catalog_lookup
-from ..session import embedded_session, is_connect_session, list_in_driver, prepare
+from ..session import embedded_session, is_connect_session, list_in_driver, prepare, stopped_jvm
 from ..storage.data_source import ViewDFDataSource
 from ..storage.parts import PartStore
 from ..storage.shared_storage import check_shared_storage
@@ -151,6 +152,11 @@ class Engine:
                 yield
         except KeyboardInterrupt:
             raise Interrupted(self._kept(self._since)) from None
+        except (Py4JError, ConnectionError):      # py4j's words for a JVM that died mid-statement, or before it
+            stopped = stopped_jvm(self.spark)
+            if stopped is None:
+                raise
+            raise ViewDFError(stopped) from None
         finally:
             self._since = None
 
