@@ -100,10 +100,11 @@ class PartWriter:
         return PreparedStep(step, started, lineage, plan_text, None, job=write)
 
     def _checking(self, step: PendingStep
-                  ) -> tuple[dict[str, DataFrame], list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]]:
+                  ) -> tuple[dict[str, DataFrame], list[tuple[ResolvedRef, int, tuple[str, ...], Observation | None]]]:
         """For an UPDATE of a view with a guard (``WHEN X[j] IS UNIQUE (..)``) whose stream part nobody checked
         yet: the part's rows for the step's query, counting inside its job whether two of them share the
-        guard's columns (by the query's placeholder), with what each count is observed by."""
+        guard's columns (by the query's placeholder), with what each count is observed by (None when the
+        query does not read the part, as views defined before the guard had to may not)."""
         compiled = self.compiled(step.view)
         guard, columns = compiled.unique_guard, compiled.unique_columns
         if guard is None or not step.how.same_clause(ClauseKind.UPDATE):
@@ -111,11 +112,13 @@ class PartWriter:
         frames: dict[str, DataFrame] = {}
         checks = []
         for part in self.timeline.unchecked(guard, step.view, step.subscript, columns):
-            read = next(ref for ref in step.refs if ref.definition.key == part.definition.key
-                        and ref.subscripts == part.subscripts)        # the clause reads its guard's part
-            frames[read.binding.placeholder], observed = counting_repeats(self.runner.frame(read), columns)
-            parts = self.catalog.state(read.definition.name).parts
-            rows = sum(parts[s].rows for s in existing(read.subscripts, parts))
+            read = next((ref for ref in step.refs if ref.definition.key == part.definition.key
+                         and ref.subscripts == part.subscripts), None)
+            observed = None
+            if read is not None:
+                frames[read.binding.placeholder], observed = counting_repeats(self.runner.frame(read), columns)
+            parts = self.catalog.state(part.definition.name).parts
+            rows = sum(parts[s].rows for s in existing(part.subscripts, parts))
             checks.append((part, rows, tuple(sorted(c.lower() for c in columns)), observed))
         return frames, checks
 
@@ -255,11 +258,11 @@ class PartWriter:
         return meta, dataclasses.replace(report, fused_into=f"{source.name}[{subscript}]")
 
 
-def _facts(checks: list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]) -> tuple[KeyFacts, ...] | None:
+def _facts(checks: list[tuple[ResolvedRef, int, tuple[str, ...], Observation | None]]) -> tuple[KeyFacts, ...] | None:
     """What a step's job found of each stream part it checked; None when it did not read one of them whole."""
     found = []
     for part, rows, columns, observed in checks:
-        repeats = repeats_found(observed, rows)
+        repeats = None if observed is None else repeats_found(observed, rows)
         if repeats is None:
             return None
         found += [KeyFacts(part.definition.key, s, columns, repeats) for s in part.subscripts]
