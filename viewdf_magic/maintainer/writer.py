@@ -44,12 +44,12 @@ class PartWriter:
         self.jobless_empty_parts = True   # record parts known to be empty without a Spark job
 
     def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None,
-                fusions: Sequence[Fusion] = ()) -> list[StepReport]:
+                fusions: Sequence[Fusion] = (), spent: float = 0.0) -> list[StepReport]:
         """Compute, store and commit one view part (and the ``fusions``' parts, in the same Spark job). With
         ``previous`` (the stored part, when late data is repaired), an identical result keeps the stored part
         and only records that it was checked."""
         prepared = self.prepare(step, plan, fusions)
-        return self.finish(prepared, prepared.run(), previous)
+        return self.finish(prepared, prepared.run(), previous, spent)
 
     def prepare(self, step: PendingStep, plan: bool, fusions: Sequence[Fusion]) -> PreparedStep:
         """``step`` analysed, with its Spark job (if it needs one) ready to run."""
@@ -122,20 +122,24 @@ class PartWriter:
             checks.append((part, rows, tuple(sorted(c.lower() for c in columns)), observed))
         return frames, checks
 
-    def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None) -> list[StepReport]:
+    def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None, spent: float = 0.0
+               ) -> list[StepReport]:
         """Record and commit what ``prepared``'s step computed (``result``), with what its job found of the
         stream parts its guard names; a guarded UPDATE whose part repeats a key after all is discarded, and
-        the part computed again by the general UPDATE."""
+        the part computed again by the general UPDATE (the part's time counts both; ``spent``: seconds spent
+        on it before)."""
         step, (folder, written, fusions, facts) = prepared.step, result
         definition, subscript = step.view, step.subscript
         if step.how is ClauseKind.UPDATE_WHEN_UNIQUE and (facts is None or any(fact.repeats for fact in facts)):
             if folder:
                 self.store.fs.delete(folder)
-            self.catalog.commit(list(facts or ()))
+            if facts:
+                self.catalog.commit(list(facts))
             how, query = self.compiled(definition).clause(subscript, True)      # the general UPDATE
             general = PendingStep(definition, subscript, how, query, self.timeline.resolve(query, definition, subscript), True)
-            return self.compute(general, prepared.plan is not None, previous, fusions)
-        seconds = time.perf_counter() - prepared.started
+            return self.compute(general, prepared.plan is not None, previous, fusions,
+                                spent + time.perf_counter() - prepared.started)
+        seconds = spent + time.perf_counter() - prepared.started
         meta, report = self.recorded(step, written.get(None), folder, (subscript, subscript), seconds,
                                       prepared.lineage, folders=prepared.folders)
         action, report = self.repaired(definition, meta, dataclasses.replace(report, plan=prepared.plan), previous)
