@@ -211,3 +211,24 @@ def test_a_guarded_update_that_stops_reading_early_is_not_trusted(make_warehouse
     stored = warehouse.execute("SELECT k, n, plan FROM Firsts WHERE PART_TIMESTAMP = '2015-01-01 10:01:00'")
     assert sorted(stored.itertuples(index=False, name=None)) == \
         sorted((k, 2 if k == "k07" else 1, "general") for k in keys)
+
+
+def test_a_guard_its_update_does_not_read_never_keeps_the_guarded_part(make_warehouse, monkeypatch):
+    """A view defined before a guarded UPDATE had to read its guard's part (the check is skipped here, as those
+    versions did) still opens and steps: its job cannot check the part, so each guarded part is recomputed by
+    the general UPDATE, whose job records the fact."""
+    from viewdf_magic.maintainer import views
+    monkeypatch.setattr(views, "_check_guard_is_read", lambda *args: None)
+    warehouse = make_warehouse()
+    warehouse.execute(STREAM + """;
+        CREATE VIEW Counts AS
+        INITIALIZE Counts[i] AS SELECT k, count(*) AS n, 'initialize' AS plan FROM M[i] GROUP BY k
+        UPDATE Counts[j] AS SELECT k, count(*) AS n, 'general' AS plan FROM M[j] GROUP BY k
+        UPDATE Counts[j] WHEN M[j] IS UNIQUE (k) AS SELECT k, 1 AS n, 'unique' AS plan FROM M[j-1]""")
+    for minute, keys in enumerate([("a", "b"), ("a", "b"), ("a", "a"), ("c", "d")]):
+        warehouse.ingest("M", rows(minute, *keys))
+    reopened = make_warehouse()
+    reopened.ingest("M", rows(4, "e", "f"))
+    assert plans(reopened) == {0: {"initialize"}, 1: {"general"}, 2: {"general"}, 3: {"general"}, 4: {"general"}}
+    facts = {s - FIRST: (meta.unique, meta.repeated) for s, meta in reopened.catalog.state("M").parts.items()}
+    assert facts == {0: ((), ()), 1: ((("k",),), ()), 2: ((), (("k",),)), 3: ((("k",),), ()), 4: ((("k",),), ())}
