@@ -125,18 +125,6 @@ def _compile_guard(statement: CreateViewDF, lookup: Lookup, catalog: Catalog
     return _compile_clause(clause, lookup, statement.name.text), guard, tuple(columns)
 
 
-def _check_guard_is_read(unique_update: CompiledQuery, guard: CompiledQuery, statement: CreateViewDF) -> None:
-    """A new view's guarded UPDATE reads the part its guard names: its Spark job finds whether two of the part's
-    rows share the columns (storage/repeats.py). (Views defined before this was required still open; their
-    guarded parts are recomputed by the general UPDATE.)"""
-    binding = guard.bindings[0]
-    if not any(b.kind is binding.kind and b.text.lower() == binding.text.lower() for b in unique_update.bindings):
-        assert statement.unique_update is not None and statement.unique_update.guard is not None    # it has a guard
-        raise statement.unique_update.guard.part.error(
-            f"the UPDATE that {binding.text} IS UNIQUE guards must read {binding.text}: its Spark job finds whether "
-            f"two rows of the part share the columns", binding.start, binding.end)
-
-
 def _compile_clauses(statement: CreateViewDF, catalog: Catalog) -> ViewClauses:
     lookup = catalog_lookup(catalog)
     name = statement.name.text
@@ -200,7 +188,6 @@ class ViewDefiner:
         if unique_update and guard:
             self._check_references(unique_update, draft, ClauseKind.UPDATE)
             self._check_references(guard, draft, "UNIQUE WHEN")
-            _check_guard_is_read(unique_update, guard, statement)
         for declared, clause in ((compiled.unchanged_when, "UNCHANGED WHEN"), (compiled.empty_when, "EMPTY WHEN")):
             if declared is not None:
                 self._check_references(declared, draft, clause)

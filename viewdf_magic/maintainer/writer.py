@@ -19,7 +19,7 @@ from ..catalog.model import ObjectDef, PartMeta, Slice
 from ..language.queries import CompiledQuery
 from ..language.statements import ClauseKind
 from ..storage.parts import EMPTY_CHECKSUM, Counted, PartStore
-from ..storage.repeats import counting_repeats, repeats_found
+from ..storage.repeats import counting_branch, repeats_found
 from ..storage.spark_errors import SPARK_ERRORS
 from ..timeparts import part_start
 from .execute import QueryRunner, explain_text
@@ -72,21 +72,18 @@ class PartWriter:
                                 Written("", {None: Counted(previous_part.rows, previous_part.checksum)}, ()),
                                 folders=previous_part.folders)
         self.catalog.flush()      # parts recorded without a job so far are published before this one
-        frames, checks = self._checking(step)
-        if frames:
-            check_retained(self.catalog, query, refs)       # bind checks only when no frame is given
-        bound = self.runner.bind(query, refs, frames or None,
-                                 context=f"computing {definition.name}[{subscript}] ({how.label})",
+        bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.label})",
                                  schema=definition.schema, clause=how.label)
+        frame, checks = self._checking(step, bound.frame)
         with bound.running():
-            stamped = self.store.stamp(definition, subscript, bound.frame)
+            stamped = self.store.stamp(definition, subscript, frame)
             fused = None
             if fusions:
                 try:
                     fused = embed(list(fusions), self.runner, stamped)
                 except SPARK_ERRORS:       # a fused view's error: it is reported when that view steps alone
                     fused = None
-            plan_text = explain_text(bound.frame) if plan else None
+            plan_text = explain_text(frame) if plan else None
 
         def write() -> Written:
             with bound.running():
@@ -99,28 +96,23 @@ class PartWriter:
                 return Written(*self.store.write_part(definition, subscript, stamped), (), _facts(checks))
         return PreparedStep(step, started, lineage, plan_text, None, job=write)
 
-    def _checking(self, step: PendingStep
-                  ) -> tuple[dict[str, DataFrame], list[tuple[ResolvedRef, int, tuple[str, ...], Observation | None]]]:
+    def _checking(self, step: PendingStep, frame: DataFrame
+                  ) -> tuple[DataFrame, list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]]:
         """For an UPDATE of a view with a guard (``WHEN X[j] IS UNIQUE (..)``) whose stream part nobody checked
-        yet: the part's rows for the step's query, counting inside its job whether two of them share the
-        guard's columns (by the query's placeholder), with what each count is observed by (None when the
-        query does not read the part, as views defined before the guard had to may not)."""
+        yet: the step's rows (``frame``) with branches that count, in the same job, whether two rows of such a
+        part share the guard's columns (storage/repeats.py), and what each count is observed by."""
         compiled = self.compiled(step.view)
         guard, columns = compiled.unique_guard, compiled.unique_columns
         if guard is None or not step.how.same_clause(ClauseKind.UPDATE):
-            return {}, []
-        frames: dict[str, DataFrame] = {}
+            return frame, []
         checks = []
         for part in self.timeline.unchecked(guard, step.view, step.subscript, columns):
-            read = next((ref for ref in step.refs if ref.definition.key == part.definition.key
-                         and ref.subscripts == part.subscripts), None)
-            observed = None
-            if read is not None:
-                frames[read.binding.placeholder], observed = counting_repeats(self.runner.frame(read), columns)
+            branch, observed = counting_branch(self.runner.frame(part), columns, frame.schema)
+            frame = frame.union(branch)
             parts = self.catalog.state(part.definition.name).parts
             rows = sum(parts[s].rows for s in existing(part.subscripts, parts))
             checks.append((part, rows, tuple(sorted(c.lower() for c in columns)), observed))
-        return frames, checks
+        return frame, checks
 
     def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None, spent: float = 0.0
                ) -> list[StepReport]:
@@ -262,11 +254,11 @@ class PartWriter:
         return meta, dataclasses.replace(report, fused_into=f"{source.name}[{subscript}]")
 
 
-def _facts(checks: list[tuple[ResolvedRef, int, tuple[str, ...], Observation | None]]) -> tuple[KeyFacts, ...] | None:
-    """What a step's job found of each stream part it checked; None when it did not read one of them whole."""
+def _facts(checks: list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]) -> tuple[KeyFacts, ...] | None:
+    """What a step's job found of each stream part it checked; None when it did not count one of them whole."""
     found = []
     for part, rows, columns, observed in checks:
-        repeats = None if observed is None else repeats_found(observed, rows)
+        repeats = repeats_found(observed, rows)
         if repeats is None:
             return None
         found += [KeyFacts(part.definition.key, s, columns, repeats) for s in part.subscripts]

@@ -1,38 +1,36 @@
-"""Whether two rows of a stream part share some columns, found inside the Spark job of a step that reads
-the part (UPDATE .. WHEN X[j] IS UNIQUE): the part's rows gain a count per value of the columns (a window,
-partitioned by them as the step's join by the same keys is, so Spark shuffles and sorts the rows once for
-both), and the job observes the largest count. No job of its own, and nothing at ingest."""
+"""Whether two rows of a stream part share some columns, found inside the Spark job of a step (UPDATE .. WHEN
+X[j] IS UNIQUE): a branch added to the rows the job writes (UNION ALL) counts the part's rows per 64-bit hash
+of the columns and returns no row, and the job observes the largest count. No job of its own and nothing at
+ingest; only the hashes are shuffled. A hash collision can only report a repeat that is not there."""
 
 from __future__ import annotations
 
 from typing import Sequence
 
-from pyspark.sql import DataFrame, Observation, Window
+from pyspark.sql import DataFrame, Observation
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from ..language.tokens import quote_name
 from .spark_errors import SPARK_ERRORS
 
-COUNT_COLUMN = "__vdf_same_key"
 
-
-def counting_repeats(rows: DataFrame, columns: Sequence[str]) -> tuple[DataFrame, Observation]:
-    """``rows`` as they are, and the observation that, once a job has read them, holds how many it read and
-    how many of them share the most common value of ``columns``."""
+def counting_branch(rows: DataFrame, columns: Sequence[str], schema: StructType) -> tuple[DataFrame, Observation]:
+    """A frame of ``schema`` without rows, to add to the rows a job writes, and the observation that, once the
+    job has run, holds how many of ``rows`` it counted and how many share the most common hash of ``columns``."""
     observed = Observation()
-    same = Window.partitionBy(*[F.col(quote_name(c)) for c in columns])
-    counted = rows.withColumn(COUNT_COLUMN, F.count(F.lit(1)).over(same)) \
-        .observe(observed, F.count(F.lit(1)).alias("seen"), F.max(COUNT_COLUMN).alias("most")).drop(COUNT_COLUMN)
-    return counted, observed
+    counts = rows.groupBy(F.xxhash64(*[F.col(quote_name(c)) for c in columns]).alias("h")).count() \
+        .observe(observed, F.coalesce(F.sum("count"), F.lit(0)).alias("seen"), F.max("count").alias("most"))
+    none = counts.where(F.col("count") < 0)        # never true, which Spark does not know: the counts are computed
+    return none.select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields]), observed
 
 
 def repeats_found(observed: Observation, rows: int) -> bool | None:
-    """After the job: whether two of the ``rows`` rows shared the columns; None when the job did not read
-    them all (Spark found its result without them, say because a join's other side is empty, or a LIMIT
-    stopped reading)."""
+    """After the job: whether two of the ``rows`` rows shared the columns; None when the job did not count
+    them all (or no metrics came back)."""
     try:
         seen, most = observed.get["seen"], observed.get["most"]
-    except (SPARK_ERRORS + (AssertionError, KeyError)):     # no metrics: the rows were never read
+    except (SPARK_ERRORS + (AssertionError, KeyError)):     # no metrics
         return None
     if seen != rows:
         return None
