@@ -40,7 +40,7 @@ class PatternViewPlan:
             single = (f"; one event per group per part ({self.source.name} is {self.source.unique_clause}), "
                       f"so the helper's step groups nothing")
         elif self.fsm.query.keys:
-            single = "; in parts where ingest finds no group twice, the helper's step groups nothing"
+            single = "; in parts where its step's job finds no group twice, the helper's step groups nothing"
         else:
             single = ""
         return (f"PARTITION LENGTH {self.source.partition_length}, pattern [{labels}] with helper "
