@@ -412,8 +412,8 @@ class PatternTranslation:
         return "\n".join(lines)
 
     def _unique_update(self) -> str:
-        """Over a stream not declared UNIQUE on the group keys: the single-event UPDATE for the parts that
-        ingest finds have at most one event per group."""
+        """Over a stream not declared UNIQUE on the group keys: the single-event UPDATE for the parts that have
+        at most one event per group (the step's own job finds which)."""
         keys = self.fsm.query.keys
         if self.single_events or not keys:
             return ""
