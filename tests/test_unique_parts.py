@@ -11,6 +11,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from oracles import data_folders
+
+from viewdf_magic.catalog.model import folder_of
 from viewdf_magic.errors import ViewDFError
 
 T0 = pd.Timestamp("2015-01-01 10:00")
@@ -66,6 +69,11 @@ def test_a_part_after_a_repeating_one_takes_the_general_update_and_records_its_f
     assert plans(warehouse) == {0: {"initialize"}, 1: {"unique"}, 2: {"general"}, 3: {"general"}, 4: {"unique"}}
     facts = {s - FIRST: (meta.unique, meta.repeated) for s, meta in warehouse.catalog.state("M").parts.items()}
     assert facts == {0: ((), ()), 1: ((("k",),), ()), 2: ((), (("k",),)), 3: ((("k",),), ()), 4: ((("k",),), ())}
+    # part 2's report says why its guarded attempt was discarded; the others had none
+    reports = {r.subscript - FIRST: r for r in warehouse.maintainer.history if r.view == "Counts"}
+    assert {m: r.discarded for m, r in reports.items()} == {0: "", 1: "", 2: f"M[{FIRST + 2}] repeats (k)", 3: "",
+                                                           4: ""}
+    assert reports[2].title.endswith(f", after a discarded UPDATE WHEN UNIQUE (M[{FIRST + 2}] repeats (k))")
     counts = warehouse.execute("SELECT PART_TIMESTAMP AS at, k, n FROM Counts")
     assert sorted((int((at - T0).total_seconds()) // 60, k, n) for at, k, n in counts.itertuples(index=False)) == \
         [(0, "a", 1), (0, "b", 1), (1, "a", 1), (1, "b", 1), (2, "a", 2), (3, "a", 1), (3, "b", 1), (4, "a", 1),
@@ -225,3 +233,29 @@ def test_a_guard_whose_update_reads_another_part_is_checked_all_the_same(make_wa
     assert plans(warehouse) == {0: {"initialize"}, 1: {"unique"}, 2: {"general"}}
     facts = {s - FIRST: (meta.unique, meta.repeated) for s, meta in warehouse.catalog.state("M").parts.items()}
     assert facts == {0: ((), ()), 1: ((("k",),), ()), 2: ((), (("k",),))}
+
+
+def test_a_guarded_part_whose_check_brought_no_count_is_computed_by_the_general_update(make_warehouse, monkeypatch):
+    """When the step's job brings back no count of the part (its metrics lost, or not every row counted:
+    ``repeats_found`` is None), nothing is known: the guarded part is discarded, the general UPDATE computes it,
+    and no fact is recorded, so the next step checks the part's successor as unchecked again."""
+    import viewdf_magic.maintainer.writer as writer_module
+
+    warehouse = make_warehouse()
+    warehouse.execute(STREAM + ";" + COUNTS)
+    warehouse.ingest("M", rows(0, "a", "b"))
+    monkeypatch.setattr(writer_module, "repeats_found", lambda observed, rows: None)
+    warehouse.ingest("M", rows(1, "a", "b"))
+    monkeypatch.undo()
+    warehouse.ingest("M", rows(2, "a", "b"))
+    assert plans(warehouse) == {0: {"initialize"}, 1: {"general"}, 2: {"unique"}}
+    hows = {s - FIRST: meta.how for s, meta in warehouse.catalog.state("Counts").parts.items()}
+    assert hows == {0: "initialize", 1: "update", 2: "update when unique"}
+    facts = {s - FIRST: (meta.unique, meta.repeated) for s, meta in warehouse.catalog.state("M").parts.items()}
+    assert facts == {0: ((), ()), 1: ((), ()), 2: ((("k",),), ())}
+    reports = {r.subscript - FIRST: r.discarded for r in warehouse.maintainer.history if r.view == "Counts"}
+    assert reports == {0: "", 1: "its job did not count the whole guard part", 2: ""}
+    # the discarded attempt's folder is gone: every folder of Counts is a part's
+    key = warehouse.catalog.get("Counts").id
+    named = {folder_of(text) for meta in warehouse.catalog.state("Counts").parts.values() for text in meta.folders}
+    assert {f for f in data_folders(warehouse) if f.startswith(f"data/{key}/")} == named

@@ -23,6 +23,7 @@ from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
 from ..storage.parts import Batch, PartStore, one_task_if_small
+from ..storage.repeats import key_hash
 from ..storage.slices import PART_COLUMN, Wanted
 from ..timeparts import format_part, subscript_sql
 from ..wording import agreeing, plural
@@ -273,7 +274,7 @@ class Ingester:
             rows = rows.unionByName(old.select(*[quote_name(c) for c in columns],
                                                _subscript(definition).alias(PART_COLUMN)))
         rows = one_task_if_small(rows, sum(counts.values()) + sum(state.parts[s].rows for s in late))
-        hashed = rows.select(PART_COLUMN, F.xxhash64(*[F.col(quote_name(c)) for c in columns]).alias("h"))
+        hashed = rows.select(PART_COLUMN, key_hash(columns).alias("h"))
         return bool(hashed.groupBy(PART_COLUMN, "h").count().where("count > 1").limit(1).collect())
 
     def _check_unique(self, definition: ObjectDef, written: list[Wanted], late: list[int], error: ErrorAt) -> None:

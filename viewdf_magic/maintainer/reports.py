@@ -50,6 +50,7 @@ class StepReport:
     repair: str = ""              # after late data: "changed" or "unchanged" (the same rows as the stored part)
     span: tuple[int, int] | None = None   # a range step: the first and last part it computed together
     fused_into: str = ""          # a fused part: the source part whose Spark job wrote it, e.g. Helper[5]
+    discarded: str = ""           # why the guarded UPDATE's attempt at the part was discarded, e.g. M[5] repeats (k)
 
     def preview(self, limit: int = 5) -> pd.DataFrame | None:
         """The first rows of the part this step produced (read on demand)."""
@@ -59,8 +60,10 @@ class StepReport:
     def title(self) -> str:
         repair = f" after late data ({self.repair})" if self.repair else ""
         took = f"in {self.fused_into}'s Spark job" if self.fused_into else f"in {self.seconds:.3f}s"
+        discarded = f", after a discarded {ClauseKind.UPDATE_WHEN_UNIQUE.label} ({self.discarded})" \
+            if self.discarded else ""
         return (f"{self.view}[{self.subscript}] ({self.part_timestamp:%Y-%m-%d %H:%M:%S}) "
-                f"{self.how.label}{repair}: {plural(self.rows, 'row')} {took}")
+                f"{self.how.label}{repair}: {plural(self.rows, 'row')} {took}{discarded}")
 
     def __str__(self) -> str:
         read = ", ".join(r.text for r in self.lineage) or "nothing"

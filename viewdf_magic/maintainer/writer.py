@@ -44,12 +44,12 @@ class PartWriter:
         self.jobless_empty_parts = True   # record parts known to be empty without a Spark job
 
     def compute(self, step: PendingStep, plan: bool = False, previous: PartMeta | None = None,
-                fusions: Sequence[Fusion] = (), spent: float = 0.0) -> list[StepReport]:
+                fusions: Sequence[Fusion] = (), spent: float = 0.0, discarded: str = "") -> list[StepReport]:
         """Compute, store and commit one view part (and the ``fusions``' parts, in the same Spark job). With
         ``previous`` (the stored part, when late data is repaired), an identical result keeps the stored part
         and only records that it was checked."""
         prepared = self.prepare(step, plan, fusions)
-        return self.finish(prepared, prepared.run(), previous, spent)
+        return self.finish(prepared, prepared.run(), previous, spent, discarded)
 
     def prepare(self, step: PendingStep, plan: bool, fusions: Sequence[Fusion]) -> PreparedStep:
         """``step`` analysed, with its Spark job (if it needs one) ready to run."""
@@ -114,12 +114,12 @@ class PartWriter:
             checks.append((part, rows, tuple(sorted(c.lower() for c in columns)), observed))
         return frame, checks
 
-    def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None, spent: float = 0.0
-               ) -> list[StepReport]:
+    def finish(self, prepared: PreparedStep, result: Written, previous: PartMeta | None = None, spent: float = 0.0,
+               discarded: str = "") -> list[StepReport]:
         """Record and commit what ``prepared``'s step computed (``result``), with what its job found of the
         stream parts its guard names; a guarded UPDATE whose part repeats a key after all is discarded, and
-        the part computed again by the general UPDATE (the part's time counts both; ``spent``: seconds spent
-        on it before)."""
+        the part computed again by the general UPDATE (the part's time counts both, ``spent`` seconds spent
+        on it before; its report says why, ``discarded``)."""
         step, (folder, written, fusions, facts) = prepared.step, result
         definition, subscript = step.view, step.subscript
         if step.how is ClauseKind.UPDATE_WHEN_UNIQUE and (facts is None or any(fact.repeats for fact in facts)):
@@ -130,11 +130,12 @@ class PartWriter:
             how, query = self.compiled(definition).clause(subscript, True)      # the general UPDATE
             general = PendingStep(definition, subscript, how, query, self.timeline.resolve(query, definition, subscript), True)
             return self.compute(general, prepared.plan is not None, previous, fusions,
-                                spent + time.perf_counter() - prepared.started)
+                                spent + time.perf_counter() - prepared.started, self._why_discarded(facts))
         seconds = spent + time.perf_counter() - prepared.started
         meta, report = self.recorded(step, written.get(None), folder, (subscript, subscript), seconds,
                                       prepared.lineage, folders=prepared.folders)
-        action, report = self.repaired(definition, meta, dataclasses.replace(report, plan=prepared.plan), previous)
+        action, report = self.repaired(definition, meta, dataclasses.replace(report, plan=prepared.plan,
+                                                                             discarded=discarded), previous)
         if isinstance(action, Verified):
             if folder:
                 self.store.fs.delete(folder)
@@ -151,6 +152,18 @@ class PartWriter:
         self.catalog.commit(actions)
         self.history.extend(reports)
         return reports
+
+    def _why_discarded(self, facts: tuple[KeyFacts, ...] | None) -> str:
+        """Why a guarded UPDATE's part was discarded, in words: ``M[5] repeats (k)``."""
+        if facts is None:
+            return "its job did not count the whole guard part"
+        found = []
+        for fact in facts:
+            definition = self.catalog.get(fact.name)
+            if fact.repeats:
+                found.append(f"{definition.name if definition is not None else fact.name}[{fact.subscript}] "
+                             f"repeats ({', '.join(fact.columns)})")
+        return "; ".join(found)
 
     @staticmethod
     def repaired(definition: ObjectDef, meta: PartMeta, report: StepReport, previous: PartMeta | None
