@@ -294,8 +294,10 @@ def _text(notebook) -> str:
 
 
 # What may differ between two runs of a notebook: times and sizes, temporary folders, object addresses,
-# Spark's expression and plan ids, today's timestamps; and the spacing of tables whose numbers changed width.
-VOLATILE = [(re.compile(r"\d+\.\d+"), "#.#"), (re.compile(r"/tmp/[\w./-]+"), "/tmp/..."),
+# Spark's expression and plan ids (an observation's is a UUID), today's timestamps; and the spacing of tables
+# whose numbers changed width.
+VOLATILE = [(re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
+            (re.compile(r"\d+\.\d+"), "#.#"), (re.compile(r"/tmp/[\w./-]+"), "/tmp/..."),
             (re.compile(r"0x[0-9a-f]+"), "0x#"), (re.compile(r"(#|plan_id=)\d+L?"), r"\1#"),   # Spark's ids
             (re.compile(r"20[2-9]\d-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?(\.\d+)?( UTC)?"), "<now>"),
             (re.compile(r"[ \t]+"), " ")]

@@ -133,6 +133,27 @@ def test_explain_names_the_update_each_recent_part_got(make_warehouse):
             "2015-01-01 10:02:00 UPDATE.") in detail
 
 
+def test_explain_shows_the_check_in_the_plans_of_a_step_that_runs_it(make_warehouse):
+    """The next step at a part nobody checked counts its keys in the same job, and EXPLAIN VIEW's plans show that
+    branch; the newest stored part, computed again, has been checked and shows none."""
+    warehouse = make_warehouse()
+    warehouse.execute(STREAM + ";" + COUNTS)
+    warehouse.ingest("M", rows(0, "a", "b"))
+    warehouse.set_maintenance("manual")
+    warehouse.ingest("M", rows(1, "a", "b"))
+
+    def plans_of(result) -> str:
+        return next(text for title, text in result.sections if title.startswith("Spark plans of"))
+
+    explained = warehouse.run("EXPLAIN VIEW Counts")[0]
+    assert "the next part of Counts" in next(title for title, _ in explained.sections if title.startswith("Spark plans"))
+    assert plans_of(explained).count("xxhash64(k") >= 1
+    warehouse.execute("STEP Counts 1")
+    explained = warehouse.run("EXPLAIN VIEW Counts")[0]
+    assert "the newest stored part" in next(title for title, _ in explained.sections if title.startswith("Spark plans"))
+    assert "xxhash64" not in plans_of(explained)
+
+
 @pytest.mark.parametrize("clause, message, at", [
     ("UPDATE Counts[j] WHEN Other[j] IS UNIQUE (k) AS SELECT k, 1 AS n FROM M[j]",
      "IS UNIQUE is known for stream parts only; Other is a view", "Other[j]"),

@@ -149,10 +149,12 @@ def _unique_summary(engine: Engine, definition: ObjectDef) -> str:
 
 
 def _plans(engine: Engine, definition: ObjectDef, step: PendingStep) -> str:
-    """Spark's logical and physical plans for computing ``step``."""
+    """Spark's logical and physical plans for computing ``step``, with the branches that check its guard's
+    parts when its job would (maintainer/writer.py)."""
     with engine.maintainer.runner.bound(step.query, step.refs, schema=definition.schema,
                                       clause=step.how.label) as frame:
-        return explain_text(frame, mode="extended").strip()
+        checked, _ = engine.maintainer.writer.checking(step, frame)
+        return explain_text(checked, mode="extended").strip()
 
 
 def _range_summary(maintainer: Maintainer, definition: ObjectDef) -> str:

@@ -74,7 +74,7 @@ class PartWriter:
         self.catalog.flush()      # parts recorded without a job so far are published before this one
         bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.label})",
                                  schema=definition.schema, clause=how.label)
-        frame, checks = self._checking(step, bound.frame)
+        frame, checks = self.checking(step, bound.frame)
         with bound.running():
             stamped = self.store.stamp(definition, subscript, frame)
             fused = None
@@ -96,7 +96,7 @@ class PartWriter:
                 return Written(*self.store.write_part(definition, subscript, stamped), (), _facts(checks))
         return PreparedStep(step, started, lineage, plan_text, None, job=write)
 
-    def _checking(self, step: PendingStep, frame: DataFrame
+    def checking(self, step: PendingStep, frame: DataFrame
                   ) -> tuple[DataFrame, list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]]:
         """For an UPDATE of a view with a guard (``WHEN X[j] IS UNIQUE (..)``) whose stream part nobody checked
         yet: the step's rows (``frame``) with branches that count, in the same job, whether two rows of such a
