@@ -32,6 +32,7 @@ EMBEDDED_CONFIG = {
 # Where the embedded session's JVM writes its standard error: its start-up banner (incubator modules,
 # default log level) is nothing a user can act on, and Spark's errors reach Python as exceptions.
 JVM_LOG = Path(tempfile.gettempdir()) / "viewdf-spark-driver.log"
+JVM_LOG_KEPT = 1 << 20          # at a start, a log past this size keeps only its last this many bytes
 
 
 _logged_gateway: object | None = None     # the py4j gateway of the JVM whose standard error is JVM_LOG
@@ -42,6 +43,8 @@ def _with_jvm_stderr_in_log(start: Callable[[], SparkSession]) -> SparkSession:
     log as its standard error; this process's own standard error is restored afterwards."""
     global _logged_gateway
     launching = SparkContext._gateway is None
+    if launching:
+        trim_log(JVM_LOG, JVM_LOG_KEPT)
     sys.stderr.flush()
     saved = os.dup(2)
     try:
@@ -54,6 +57,24 @@ def _with_jvm_stderr_in_log(start: Callable[[], SparkSession]) -> SparkSession:
     if launching:
         _logged_gateway = SparkContext._gateway
     return spark
+
+
+def trim_log(path: Path, kept: int) -> None:
+    """Keep only the last ``kept`` bytes of the log at ``path`` (from a line's start), in place: every embedded
+    session on the machine appends to it, and a JVM that still writes there goes on at its new end."""
+    try:
+        with open(path, "r+b") as log:
+            size = log.seek(0, os.SEEK_END)
+            if size <= kept:
+                return
+            log.seek(size - kept)
+            tail = log.read()
+            tail = tail[tail.find(b"\n") + 1:]
+            log.seek(0)
+            log.truncate()
+            log.write(tail)
+    except FileNotFoundError:
+        return
 
 
 def stopped_jvm(spark: SparkSession) -> str | None:

@@ -97,7 +97,7 @@ class PartWriter:
         return PreparedStep(step, started, lineage, plan_text, None, job=write)
 
     def checking(self, step: PendingStep, frame: DataFrame
-                  ) -> tuple[DataFrame, list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]]:
+                 ) -> tuple[DataFrame, list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]]:
         """For an UPDATE of a view with a guard (``WHEN X[j] IS UNIQUE (..)``) whose stream part nobody checked
         yet: the step's rows (``frame``) with branches that count, in the same job, whether two rows of such a
         part share the guard's columns (storage/repeats.py), and what each count is observed by."""
@@ -158,11 +158,10 @@ class PartWriter:
         if facts is None:
             return "its job did not count the whole guard part"
         found = []
-        for fact in facts:
+        for fact in (fact for fact in facts if fact.repeats):
             definition = self.catalog.get(fact.name)
-            if fact.repeats:
-                found.append(f"{definition.name if definition is not None else fact.name}[{fact.subscript}] "
-                             f"repeats ({', '.join(fact.columns)})")
+            found.append(f"{definition.name if definition is not None else fact.name}[{fact.subscript}] "
+                         f"repeats ({', '.join(fact.columns)})")
         return "; ".join(found)
 
     @staticmethod
