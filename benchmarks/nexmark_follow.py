@@ -5,9 +5,9 @@ committed.
 A part *arrives* when its file of every stream is in the system's input folder (a hard link: it appears
 whole, at once). A part's output is *committed* when every row due by it is stored where a reader sees it:
 
-* ``viewdf``: the part's last ingest returned, under AUTO maintenance (every view part it made ready is
-  committed in the catalog; a view that projects a stream's part is written in the ingest's own job). When
-  parts have piled up meanwhile, ViewDF ingests them all at once.
+* ``viewdf``: the LOAD of the part's last file returned, under AUTO maintenance (every view part it made ready
+  is committed in the catalog). The stream takes each Parquet file as it is. When parts have piled up
+  meanwhile, ViewDF loads their files one after another.
 * ``streaming``: Structured Streaming, a micro-batch as soon as new files are there (no trigger interval, no
   limit on files). A part is committed at the end of the micro-batch that read its last file and, for the
   window queries, of the one whose file sink wrote the last row due by it (the window it closes; that needs
@@ -48,7 +48,7 @@ from viewdf_magic.nexmark.streaming import start_streaming
 from viewdf_magic.nexmark.views import view_statements
 
 from .flink_csv import write_csv
-from .nexmark_runs import FLINK_PYTHON, REPO, naive_part
+from .nexmark_runs import FLINK_PYTHON, REPO, load, naive_part
 from .process_cpu import tree_cpu_seconds
 
 WINDOW_DUE = {"q5": "starttime", "q7": "window_end", "q8": "starttime"}
@@ -115,7 +115,7 @@ def _parquet_feeder(files: PartFiles, folder: str, period: float) -> tuple[PartF
 
 def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str, period: float,
                   cpu: Callable[[], float]) -> Followed:
-    """Ingest what has arrived (AUTO maintenance: each ingest computes the view parts it makes ready), and again
+    """LOAD what has arrived (AUTO maintenance: each LOAD computes the view parts it makes ready), and again
     until every part is in."""
     warehouse = Warehouse(os.path.join(folder, "warehouse"), spark=spark, progress=False)
     warehouse.run(stream_statements(partition_length_seconds=files.part_seconds))
@@ -129,7 +129,8 @@ def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Wi
         feeder.wait_for(pending[0])
         batch = [s for s in pending if s in feeder.arrived]      # the feeder's parts arrive in order
         for stream in QUERY_STREAMS[query]:
-            warehouse.ingest(stream, files.read(spark, stream, [arrived.path(stream, s) for s in batch]))
+            for subscript in batch:
+                load(warehouse, stream, arrived.path(stream, subscript))
         committed = time.time()
         followed.commits.update(dict.fromkeys(batch, committed))
         pending = pending[len(batch):]

@@ -56,6 +56,17 @@ def test_delete_removes_files_and_whole_folders(fs):
     assert not fs.exists("data/1") and not fs.exists("data/1/sub/part-1") and not fs.exists("lock")
 
 
+def test_a_local_file_is_copied_in_byte_for_byte(fs, tmp_path):
+    source = tmp_path / "landing" / "part.parquet"
+    source.parent.mkdir()
+    content = "".join(f"row {n}\n" for n in range(20_000))
+    source.write_text(content)
+    assert fs.copy_file(f"file:{source}", "data/1/f/part-00000.parquet")
+    source.write_text("changed")          # the copy is the warehouse's own
+    assert fs.list("data/1/f") == ["part-00000.parquet"]
+    assert fs.read_text("data/1/f/part-00000.parquet") == content
+
+
 def test_age_counts_from_the_last_write(fs):
     fs.create_exclusive("lock", "me")
     assert 0 <= fs.age("lock") < 60

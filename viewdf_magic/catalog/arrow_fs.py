@@ -54,6 +54,11 @@ class ArrowFileSystem(FileSystem):
         modified = self._info(relative).mtime
         return 0.0 if modified is None else time.time() - modified.timestamp()
 
+    def copy_file(self, source: str, relative: str) -> bool:
+        self._fs.create_dir(self._path(relative.rpartition("/")[0]), recursive=True)
+        pafs.copy_files(source, self._path(relative), destination_filesystem=self._fs)
+        return True
+
     def delete(self, relative: str) -> None:
         kind = self._info(relative).type
         if kind == pafs.FileType.Directory:

@@ -1,6 +1,7 @@
-"""Small metadata files (the catalog log, checkpoints, the writer lock) below a warehouse's root.
+"""Small metadata files (the catalog log, checkpoints, the writer lock) below a warehouse's root, and
+the copy of a loaded file into the warehouse.
 
-Part data never goes through here; Spark writes and reads it. Which backend serves a warehouse
+Part data is otherwise never written here; Spark writes and reads it. Which backend serves a warehouse
 depends on where it is and on the session (see ``backends.open_filesystem``)."""
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ class FileSystem(ABC):
     @abstractmethod
     def age(self, relative: str) -> float:
         """Seconds since the file was last modified."""
+
+    @abstractmethod
+    def copy_file(self, source: str, relative: str) -> bool:
+        """Copy the file at ``source`` (a URI this process reads through pyarrow, as LOAD's fingerprints do) to
+        ``relative``, byte for byte; False where this backend cannot (Spark then writes the rows instead)."""
 
     @abstractmethod
     def delete(self, relative: str) -> None:

@@ -66,5 +66,12 @@ class HadoopFileSystem(FileSystem):
     def age(self, relative: str) -> float:
         return time.time() - self._fs.getFileStatus(self._path(relative)).getModificationTime() / 1000.0
 
+    def copy_file(self, source: str, relative: str) -> bool:
+        """Local files only: Hadoop's copy from the local disk (other sources are for Spark to read)."""
+        if not source.startswith("file:"):
+            return False
+        self._fs.copyFromLocalFile(False, True, self._jvm.org.apache.hadoop.fs.Path(source), self._path(relative))
+        return True
+
     def delete(self, relative: str) -> None:
         self._fs.delete(self._path(relative), True)

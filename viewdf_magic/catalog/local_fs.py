@@ -6,6 +6,8 @@ import os
 import shutil
 import time
 
+from pyarrow import fs as pafs
+
 from .filesystem import FileSystem
 
 
@@ -46,6 +48,15 @@ class LocalFileSystem(FileSystem):
 
     def age(self, relative: str) -> float:
         return time.time() - os.path.getmtime(self._local(relative))
+
+    def copy_file(self, source: str, relative: str) -> bool:
+        target = self._local(relative)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if source.startswith("file:"):
+            shutil.copyfile(source[len("file:"):], target)      # the kernel's copy, where it has one
+        else:
+            pafs.copy_files(source, target, destination_filesystem=pafs.LocalFileSystem())
+        return True
 
     def delete(self, relative: str) -> None:
         path = self._local(relative)

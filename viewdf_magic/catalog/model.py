@@ -28,8 +28,8 @@ class LineageRange:
         return f"{self.name}[{self.first}]" if self.first == self.last else f"{self.name}[{self.first} .. {self.last}]"
 
 
-_SLICE = re.compile(r"(?P<folder>[^#@\[\]]+)(?:#(?P<part>-?\d+)\[(?P<first>-?\d+),(?P<last>-?\d+)\])?"
-                    r"(?:@(?P<column>\w+))?")
+_SLICE = re.compile(r"(?P<folder>[^#@!\[\]]+)(?:#(?P<part>-?\d+)\[(?P<first>-?\d+),(?P<last>-?\d+)\])?"
+                    r"(?P<loaded>!)?(?:@(?P<column>\w+))?")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,9 @@ class Slice:
       another part ``t`` (a part that carries part ``s``'s rows over unchanged), the rows are stamped ``t``.
     * ``...@<column>`` — embedded rows: the struct column ``<column>`` of the folder's rows, where it is not
       NULL (a view whose part is a projection of its source's part, written in the source's Spark job).
+    * ``...!`` — a loaded file taken as it was (``LOAD`` of a Parquet file whose columns are the stream's,
+      copied into the folder, not re-encoded): it has neither ``__part`` nor ``PART_TIMESTAMP``, so both are
+      computed from each row's timestamp when it is read.
     * ``<folder>`` alone — written before slices existed: the whole folder (or a ``__part=<s>`` sub-folder
       of an older range step or stream batch) is the part's, and has no ``__part`` column.
     """
@@ -52,13 +55,14 @@ class Slice:
     first: int = 0                 # the parts the folder's write held
     last: int = 0
     column: str | None = None      # embedded rows: a struct column of the folder
+    loaded: bool = False           # a loaded file: the part and PART_TIMESTAMP come from the row's timestamp
 
     @property
     def text(self) -> str:
         text = self.folder
         if self.part is not None:
             text += f"#{self.part}[{self.first},{self.last}]"
-        return text + (f"@{self.column}" if self.column else "")
+        return text + ("!" if self.loaded else "") + (f"@{self.column}" if self.column else "")
 
     @staticmethod
     def parse(text: str) -> "Slice":
@@ -68,7 +72,8 @@ class Slice:
         part = match["part"]
         if part is None:
             return Slice(match["folder"], column=match["column"])
-        return Slice(match["folder"], int(part), int(match["first"]), int(match["last"]), match["column"])
+        return Slice(match["folder"], int(part), int(match["first"]), int(match["last"]), match["column"],
+                     match["loaded"] is not None)
 
     def holds(self, part: int) -> bool:
         """Whether the folder's write may have rows of ``part``."""

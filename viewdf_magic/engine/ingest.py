@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, cast
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,6 +23,7 @@ from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
 from ..storage.parts import Batch, PartStore, one_task_if_small
+from ..storage.loaded_parts import LOADED_FILE, rows_per_part
 from ..storage.repeats import key_hash
 from ..storage.slices import PART_COLUMN, Wanted
 from ..timeparts import format_part, subscript_sql
@@ -66,6 +67,17 @@ class IngestReport:
         for failure in self.failures:
             text += f"; {failure}"
         return text
+
+    def counted(self, parts: dict[int, int], newest: int | None) -> "IngestReport":
+        """This report with the batch's ``parts`` (rows of each) counted in, the stream's newest part before it
+        being ``newest``: which were late, and how many empty parts the batch sealed."""
+        self.rows = sum(parts.values())
+        self.parts = sorted(parts)
+        self.late = [s for s in self.parts if newest is not None and s <= newest]
+        self.late_rows = sum(parts[s] for s in self.late)
+        begin = min(parts) if newest is None else newest + 1
+        self.sealed = max(0, max(parts) - begin + 1 - (len(parts) - len(self.late)))
+        return self
 
 
 class Ingester:
@@ -124,8 +136,8 @@ class Ingester:
                         report.diverted = self._divert(definition, folder, batch.first, batch.last, late, error)
                         report.diverted_into = state.late_into or ""
                     if parts:
-                        self._publish(definition, folder, batch.first, batch.last, parts,
-                                      time.perf_counter() - started)
+                        self._publish(definition, [(Slice(folder, s, batch.first, batch.last), n)
+                                                   for s, n in parts.items()], time.perf_counter() - started)
                         report.steps = self.maintainer.record_batch(definition, fusions, newest, folder,
                                                                     (batch.first, batch.last), fused)
             except SPARK_ERRORS as exc:
@@ -137,13 +149,54 @@ class Ingester:
         if not parts:       # every row was diverted: the table holds a copy of them
             self.store.discard(folder)
             return report
-        report.rows = sum(parts.values())
-        report.parts = sorted(parts)
-        report.late = [s for s in report.parts if newest is not None and s <= newest]
-        report.late_rows = sum(parts[s] for s in report.late)
-        begin = min(parts) if newest is None else newest + 1
-        report.sealed = max(0, max(parts) - begin + 1 - (len(parts) - len(report.late)))
-        return report
+        return report.counted(parts, newest)
+
+    def load_as_is(self, definition: ObjectDef, files: list[str], error: ErrorAt) -> IngestReport | None:
+        """LOAD's Parquet ``files`` taken into the stream as they are (storage/loaded_parts.py): each copied into
+        a folder of its own and published with its rows per part, without a Spark job. None, with nothing
+        written, when a file cannot be taken so, or when its rows need what ``append_stream`` does besides
+        writing (a declared UNIQUE (..) PER PART to check, rows later than ALLOWED LATENESS to divert): Spark
+        then reads and writes them. The views that project the stream's part are computed by their own steps."""
+        assert definition.timestamp_column is not None        # every stream has one
+        if definition.unique:
+            return None
+        started = time.perf_counter()
+        counted: list[tuple[str, dict[int, int]]] = []
+        for uri in files:
+            counts = rows_per_part(uri, definition.schema, definition.timestamp_column, definition.length)
+            if counts is None:
+                return None
+            counted.append((uri, counts))
+        parts: dict[int, int] = {}
+        for _, counts in counted:
+            for subscript, rows in counts.items():
+                parts[subscript] = parts.get(subscript, 0) + rows
+        report = IngestReport(definition.name)
+        if not parts:
+            return report
+        state = self.catalog.state(definition.name)
+        newest = state.newest
+        if state.late_into is not None and self.too_late(definition, parts):
+            return None
+        self.validate(definition, parts, error)
+        folders: list[str] = []
+        try:
+            slices: list[tuple[Slice, int]] = []
+            for uri, counts in counted:
+                if not counts:
+                    continue
+                folders.append(self.store.new_folder(definition))
+                if not self.store.fs.copy_file(uri, f"{folders[-1]}/{LOADED_FILE}"):
+                    for folder in folders:
+                        self.store.discard(folder)
+                    return None
+                slices += [(Slice(folders[-1], s, min(counts), max(counts), loaded=True), n) for s, n in counts.items()]
+            self._publish(definition, slices, time.perf_counter() - started)
+        except BaseException:
+            for folder in folders:
+                self.store.discard(folder)
+            raise
+        return report.counted(parts, newest)
 
     def _write(self, definition: ObjectDef, frame: DataFrame, folder: str) -> tuple[Batch, list[Fusion]]:
         """Write a batch into ``folder`` with the views to write with it; when Spark cannot compute one of
@@ -157,19 +210,18 @@ class Ingester:
                 self.store.fs.delete(folder)
         return self.store.write_batch(definition, frame, folder), []
 
-    def _publish(self, definition: ObjectDef, folder: str, first: int, last: int, parts: dict[int, int],
-                 seconds: float) -> None:
-        """Publish the parts a batch wrote into ``folder`` (for parts ``first .. last``; ``parts``: their rows),
-        advance the stream, and ask for a repair of the view parts that read late ones."""
+    def _publish(self, definition: ObjectDef, slices: list[tuple[Slice, int]], seconds: float) -> None:
+        """Publish the stream parts a batch wrote (``slices``: where each part's rows are, and how many), advance
+        the stream, and ask for a repair of the view parts that read late ones."""
         now = time.time()
         state = self.catalog.state(definition.name)
-        actions: list[Action] = []
-        for s, n in sorted(parts.items()):
-            slice_text = Slice(folder, s, first, last).text
-            actions.append(Part(definition.key, arrived(state.parts.get(s), s, n, slice_text, state.newest, seconds,
-                                                        now)))
-        actions.append(Advance(definition.key, max(parts), now))
-        actions += self.repair_from(definition, min(parts))
+        metas: dict[int, PartMeta] = {}
+        for piece, rows in sorted(slices, key=lambda item: (item[0].part, item[0].folder)):
+            s = cast(int, piece.part)
+            metas[s] = arrived(metas.get(s, state.parts.get(s)), s, rows, piece.text, state.newest, seconds, now)
+        actions: list[Action] = [Part(definition.key, meta) for meta in metas.values()]
+        actions.append(Advance(definition.key, max(metas), now))
+        actions += self.repair_from(definition, min(metas))
         self.catalog.commit(actions)
 
     def _divert(self, definition: ObjectDef, folder: str, first: int, last: int, late: dict[int, int],

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from contextlib import nullcontext
-from typing import cast
+from typing import Callable, cast
 
 import pandas as pd
 
@@ -16,8 +17,8 @@ from ..catalog.actions import Advance, Loaded
 from ..catalog.model import LoadedFile, ObjectDef
 from ..errors import ViewDFError
 from ..storage.landing import Taken, UnreadablePath, fingerprint, sort_files
-from ..engine.conform import (ErrorAt, bad_line, conform_by_name, conform_by_position, read_file, target_fields, to_frame,
-                              uncastable)
+from ..engine.conform import (FORMATS, ErrorAt, bad_line, conform_by_name, conform_by_position, read_file, target_fields,
+                              to_frame, uncastable)
 from ..engine.ingest import MAX_NEW_PARTS
 from ..wording import agreeing, plural
 from ..language import statements as st
@@ -33,15 +34,17 @@ def _target(engine: Engine, statement: st.Statement, name: st.Name) -> ObjectDef
     return engine.require(name.text, ("stream", "table"), statement, name)
 
 
-def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame: DataFrame, error,
-           loaded: Loaded | None = None, note: str = "") -> Result:
-    """Append ``frame`` to a table or stream, publishing ``loaded`` (the files it came from) in the same log
-    entry as its rows, then maintain the views; ``note`` follows where the rows went in the message."""
+def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame: Callable[[], DataFrame], error,
+           loaded: Loaded | None = None, note: str = "", as_is: list[str] | None = None) -> Result:
+    """Append ``frame()`` to a table or stream, publishing ``loaded`` (the files it came from) in the same log
+    entry as its rows, then maintain the views; ``note`` follows where the rows went in the message. A stream
+    takes Parquet files ``as_is`` without Spark reading them when it can (``Ingester.load_as_is``)."""
     with engine.refusals_counted(), engine.catalog.transaction() if loaded is not None else nullcontext():
         if definition.kind == "table":
-            rows = engine.ingester.append_table(definition, frame, error)
+            rows = engine.ingester.append_table(definition, frame(), error)
         else:
-            report = engine.ingester.append_stream(definition, frame, error)
+            taken = engine.ingester.load_as_is(definition, as_is, error) if as_is else None
+            report = taken if taken is not None else engine.ingester.append_stream(definition, frame(), error)
         if loaded is not None:
             engine.catalog.commit([loaded])
     if definition.kind == "table":
@@ -60,7 +63,7 @@ def insert(engine: Engine, statement: st.Insert) -> Result:
     columns = [c.text for c in statement.columns] if statement.columns else None
     fields = target_fields(definition.schema, columns, error)
     conformed = conform_by_position(frame, definition.schema, columns, error)
-    return _write(engine, statement, definition, conformed,
+    return _write(engine, statement, definition, lambda: conformed,
                   lambda message: _at_rejected_value(message, compiled, frame, fields))
 
 
@@ -98,8 +101,10 @@ def load(engine: Engine, statement: st.Load) -> Result:
     except UnreadablePath as unreadable:
         files, unrecorded = None, str(unreadable)
     if files is None:        # Spark may still read it (a path only a Spark Connect server sees): unrecorded
-        frame = read_file(engine.spark, statement.path, statement.format, statement.options, definition.schema, error)
-        return _write(engine, statement, definition, frame, _at_bad_line(engine, statement, definition.schema, error),
+        unrecorded_frame = read_file(engine.spark, statement.path, statement.format, statement.options,
+                                     definition.schema, error)
+        return _write(engine, statement, definition, lambda: unrecorded_frame,
+                      _at_bad_line(engine, statement, definition.schema, error),
                       note=f" (not recorded as loaded: {unrecorded}; a LOAD run again loads its rows again)")
     taken = sort_files(files, engine.catalog.state(definition.name).loaded)
     if not statement.force:
@@ -111,13 +116,22 @@ def load(engine: Engine, statement: st.Load) -> Result:
         if not taken.new:
             return Result(statement, _nothing_new(statement.path, definition.name, files, taken))
     chosen = files if statement.force else taken.new
-    frame = read_file(engine.spark, statement.path, statement.format, statement.options, definition.schema, error,
-                      [f.path for f in chosen])
+    paths = [f.path for f in chosen]
+    frame = lambda: read_file(engine.spark, statement.path, statement.format, statement.options,  # noqa: E731
+                              definition.schema, error, paths)
     now = time.time()
     loaded = Loaded(definition.key, tuple(dataclasses.replace(f, loaded=now) for f in chosen))
     skipped = len(files) - len(chosen)
     note = f" from {plural(len(chosen), 'new file')}; {plural(skipped, 'file')} loaded before skipped" if skipped else ""
-    return _write(engine, statement, definition, frame, _at_bad_line(engine, statement, definition.schema, error), loaded, note)
+    as_is = paths if definition.kind == "stream" and _plain_parquet(statement, paths) else None
+    return _write(engine, statement, definition, frame, _at_bad_line(engine, statement, definition.schema, error), loaded,
+                  note, as_is)
+
+
+def _plain_parquet(statement: st.Load, paths: list[str]) -> bool:
+    """Whether every file a LOAD takes is Parquet (by FORMAT, or by its name) read without options."""
+    return not statement.options and all(
+        (statement.format or FORMATS.get(os.path.splitext(p)[1].lower())) == "parquet" for p in paths)
 
 
 def _at_bad_line(engine: Engine, statement: st.Load, schema: StructType, error: ErrorAt) -> ErrorAt:

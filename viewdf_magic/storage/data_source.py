@@ -15,6 +15,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -84,6 +85,7 @@ class ScanPartition(InputPartition):
     column: str | None
     targets: dict[int, tuple[int, ...]] | None
     length: int
+    loaded_by: str | None = None      # loaded files: the timestamp column their rows' parts are computed from
 
 
 _BOUNDS = {GreaterThan: "low", GreaterThanOrEqual: "low", LessThan: "high", LessThanOrEqual: "high", EqualTo: "both"}
@@ -155,7 +157,8 @@ def _scans(catalog: Catalog, definition: ObjectDef, chosen: Callable[[int, PartM
     state, length = catalog.state(definition.name), definition.length
     parts = [s for s, meta in state.parts.items() if meta.rows and chosen(s, meta)]
     scans: list[Scan] = plan_scans([Wanted(Slice.parse(text), s) for s in parts for text in state.parts[s].folders])
-    return [ScanPartition([catalog.fs.uri(f) for f in scan.folders], scan.column, scan.targets, length)
+    return [ScanPartition([catalog.fs.uri(f) for f in scan.folders], scan.column, scan.targets, length,
+                          definition.timestamp_column if scan.loaded else None)
             for scan in scans] or [ScanPartition([], None, {}, length)]
 
 
@@ -175,6 +178,12 @@ def _scan_rows(scan: ScanPartition) -> Iterator[pa.Table]:
         filesystem, path = pafs.FileSystem.from_uri(uri)
         tables.append(ds.dataset(path, filesystem=filesystem, format="parquet").to_table())
     table = pa.concat_tables(tables, promote_options="default")
+    stamp = pa.timestamp("us", tz="UTC")
+    if scan.loaded_by is not None:     # the stream's columns only: each row's part from its timestamp
+        micros = table[scan.loaded_by].cast(stamp).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        parts = np.floor_divide(micros, scan.length * 1_000_000)
+        table = table.append_column(PART_TIMESTAMP, pa.array(parts * scan.length * 1_000_000).cast(stamp)) \
+            .append_column(PART_COLUMN, pa.array(parts))
     if scan.column is not None:        # embedded rows: a struct column where it is not NULL
         embedded = table.filter(pc.is_valid(table[scan.column]))
         fields = embedded[scan.column].combine_chunks().flatten()
@@ -183,7 +192,6 @@ def _scan_rows(scan: ScanPartition) -> Iterator[pa.Table]:
         if PART_COLUMN in embedded.column_names:
             columns[PART_COLUMN] = embedded[PART_COLUMN]
         table = pa.table(columns)
-    stamp = pa.timestamp("us", tz="UTC")
     if scan.targets is None:           # a whole folder of the older layout
         yield table
         return

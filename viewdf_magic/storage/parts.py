@@ -178,12 +178,13 @@ class PartStore:
         """One scan's rows with the stored columns, each stamped as the part it is read for."""
         stored = stored_schema(definition)
         part = [StructField(PART_COLUMN, LongType(), True)] if scan.targets is not None else []
-        if scan.column is None:
-            schema = StructType(stored.fields + part)
+        uris = [self.fs.uri(f) for f in scan.folders]
+        if scan.loaded:
+            frame = self._loaded(definition, uris)
         else:
-            timestamp = stored.fields[-1]
-            schema = StructType([StructField(scan.column, definition.schema, True), timestamp] + part)
-        frame = self.spark.read.schema(schema).parquet(*[self.fs.uri(f) for f in scan.folders])
+            schema = StructType(stored.fields + part if scan.column is None else
+                                [StructField(scan.column, definition.schema, True), stored.fields[-1]] + part)
+            frame = self.spark.read.schema(schema).parquet(*uris)
         if scan.column is not None:
             embedded = backquote(scan.column)
             frame = frame.where(f"{embedded} IS NOT NULL").selectExpr(
@@ -207,6 +208,15 @@ class PartStore:
             frame = self.stamp_run(definition, frame.withColumn(
                 PART_COLUMN, F.expr(f"explode(element_at({targets}, {PART_COLUMN}))")))
         return frame.drop(PART_COLUMN)
+
+    def _loaded(self, definition: ObjectDef, uris: list[str]) -> DataFrame:
+        """Loaded files' rows (the stream's columns only) with PART_TIMESTAMP and ``__part`` computed from each
+        row's timestamp, as a stream batch's write stores them."""
+        assert definition.timestamp_column is not None       # only streams load files
+        part = subscript_sql(backquote(definition.timestamp_column), definition.length)
+        return self.spark.read.schema(definition.schema).parquet(*uris).selectExpr(
+            *[backquote(f.name) for f in definition.schema.fields],
+            f"timestamp_seconds({part} * {definition.length}) AS {PART_TIMESTAMP}", f"{part} AS {PART_COLUMN}")
 
     def read_table(self, definition: ObjectDef, state: ObjectState) -> DataFrame:
         if not state.table_folders:

@@ -28,12 +28,14 @@ class Wanted:
 class Scan:
     """One Parquet scan: ``folders``, keeping rows whose ``__part`` is a key of ``targets`` (each stamped
     as every part listed for it); ``targets`` is None for whole folders of the older layout. ``whole``:
-    every part each folder was written for is wanted, so no row needs to be filtered out by part."""
+    every part each folder was written for is wanted, so no row needs to be filtered out by part.
+    ``loaded``: the folders hold loaded files, whose ``__part`` is computed from each row's timestamp."""
 
     folders: tuple[str, ...]
     column: str | None
     targets: dict[int, tuple[int, ...]] | None
     whole: bool = False
+    loaded: bool = False
 
     @property
     def restamped(self) -> bool:
@@ -43,13 +45,13 @@ class Scan:
 
 def plan_scans(wanted: list[Wanted]) -> list[Scan]:
     """The scans that read ``wanted``: one per embedded column for the older layout's whole folders, and
-    one per column for slices, except that a folder holding rows of another wanted part it is not read
-    for gets its own scan."""
+    one per column (and for loaded files) for slices, except that a folder holding rows of another wanted
+    part it is not read for gets its own scan."""
     scans: list[Scan] = []
-    columns: dict[str | None, list[Wanted]] = {}
+    columns: dict[tuple[str | None, bool], list[Wanted]] = {}
     for item in wanted:
-        columns.setdefault(item.slice.column, []).append(item)
-    for column, items in columns.items():
+        columns.setdefault((item.slice.column, item.slice.loaded), []).append(item)
+    for (column, loaded), items in columns.items():
         whole = tuple(dict.fromkeys(i.slice.folder for i in items if i.slice.part is None))
         if whole:
             scans.append(Scan(whole, column, None))
@@ -75,5 +77,5 @@ def plan_scans(wanted: list[Wanted]) -> list[Scan]:
                     targets[part] = targets.get(part, ()) + (item.target,)
                 held_parts.setdefault(dataclasses.replace(item.slice, part=None), set()).add(part)
             every_part = all(len(held) == piece.last - piece.first + 1 for piece, held in held_parts.items())
-            scans.append(Scan(tuple(dict.fromkeys(i.slice.folder for i in group)), column, targets, every_part))
+            scans.append(Scan(tuple(dict.fromkeys(i.slice.folder for i in group)), column, targets, every_part, loaded))
     return scans

@@ -1,0 +1,70 @@
+"""Parquet files that a LOAD takes into a stream as they are: whether a file can be, and its rows per part.
+
+A file whose columns are exactly the stream's, as Spark reads them, and whose rows all have a timestamp is
+copied into the warehouse byte for byte instead of being read and written again by Spark
+(``catalog.model.Slice``, ``...!``). Its rows' parts are computed from their timestamps when they are read;
+here they are counted once, from the file's timestamp column alone, read with pyarrow. Any other file is
+read and written by Spark, as before.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType,
+                               FloatType, IntegerType, LongType, ShortType, StringType, StructType, TimestampType)
+
+LOADED_FILE = "part-00000.parquet"      # a loaded file's name in its folder
+
+_PLAIN: dict[pa.DataType, DataType] = {
+    pa.bool_(): BooleanType(), pa.int8(): ByteType(), pa.int16(): ShortType(), pa.int32(): IntegerType(),
+    pa.int64(): LongType(), pa.float32(): FloatType(), pa.float64(): DoubleType(), pa.string(): StringType(),
+    pa.large_string(): StringType(), pa.binary(): BinaryType(), pa.large_binary(): BinaryType(),
+    pa.date32(): DateType(),
+}
+
+
+def spark_type(column: pa.DataType) -> DataType | None:
+    """The type Spark reads a flat Parquet column as, given pyarrow's type for it; None for the types this
+    module does not take as they are (nested, unsigned, nanosecond or zone-less timestamps, ...)."""
+    if pa.types.is_decimal(column):
+        return DecimalType(column.precision, column.scale)
+    if pa.types.is_timestamp(column):        # UTC-adjusted (an instant), in a unit Spark reads exactly
+        return TimestampType() if column.tz is not None and column.unit in ("ms", "us") else None
+    return _PLAIN.get(column)
+
+
+def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> dict[int, int] | None:
+    """The rows of each part (``length`` seconds, by column ``timestamp``) in the Parquet file at ``uri``, if it
+    can be taken as it is: its columns are ``schema``'s, with the same names and the types Spark reads them
+    as, and none of its rows lacks a timestamp. None otherwise, or if pyarrow cannot read it."""
+    try:
+        filesystem, path = pafs.FileSystem.from_uri(uri)
+        with filesystem.open_input_file(path) as source:
+            parquet = pq.ParquetFile(source)
+            if not _same_columns(parquet, schema):
+                return None
+            counts: dict[int, int] = {}
+            unit = length * 1_000_000
+            for batch in parquet.iter_batches(columns=[timestamp], batch_size=1 << 20):
+                stamps = batch.column(0)
+                if stamps.null_count:
+                    return None
+                micros = stamps.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
+                parts, rows = np.unique(np.floor_divide(micros, unit), return_counts=True)
+                for part, n in zip(parts.tolist(), rows.tolist()):
+                    counts[part] = counts.get(part, 0) + n
+            return counts
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+
+
+def _same_columns(parquet: pq.ParquetFile, schema: StructType) -> bool:
+    """Whether the file's columns are flat and are ``schema``'s fields: the same names and Spark types."""
+    arrow = parquet.schema_arrow
+    if len(parquet.schema) != len(arrow) or sorted(arrow.names) != sorted(schema.fieldNames()):
+        return False
+    wanted = {f.name: f.dataType for f in schema.fields}
+    return all(spark_type(field.type) == wanted[field.name] for field in arrow)
