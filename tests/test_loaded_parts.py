@@ -85,12 +85,12 @@ def test_the_types_taken_as_they_are_are_the_types_spark_reads(spark, tmp_path):
     arrow = {f.name: f.type for f in pq.ParquetFile(path).schema_arrow}
     arrow["int96"] = pq.ParquetFile(int96).schema_arrow.field("int96").type
     for name, column_type in arrow.items():
-        mapped = spark_type(column_type)
-        if name in ("local", "int96"):
-            assert mapped is None, name     # zone-less, or INT96 (read by pyarrow as nanoseconds): left to Spark
+        mapped = spark_type(column_type, int96=name == "int96")
+        if name == "local":
+            assert mapped is None           # zone-less: Spark reads TIMESTAMP_NTZ, which LOAD casts
         else:
             assert mapped == read[name], name
-    assert read["local"] != TimestampType() and read["int96"] == TimestampType()
+    assert read["local"] != TimestampType() and spark_type(arrow["int96"]) is None    # nanoseconds, unless INT96
 
 
 def test_a_loaded_file_is_copied_as_it_is_and_read_as_spark_would_store_it(spark, make_warehouse, tmp_path):
@@ -130,6 +130,24 @@ def test_a_loaded_file_is_copied_as_it_is_and_read_as_spark_would_store_it(spark
     source.unlink()
     reopened = make_warehouse("taken")
     pd.testing.assert_frame_equal(reopened.execute(query), written.execute(query))
+
+
+def test_files_spark_wrote_are_taken_as_they_are(spark, make_warehouse, tmp_path):
+    """Spark writes timestamps as INT96 by default; a folder a Spark job wrote (hidden _SUCCESS and .crc files)."""
+    frame = rows([0, 20, 61, 130])
+    out = str(tmp_path / "spark-out")
+    spark.createDataFrame(frame.astype({"x": "int32"})).selectExpr("ts", "k", "CAST(x AS INT) AS x", "tag") \
+        .coalesce(2).write.parquet(out)
+    assert {pq.ParquetFile(os.path.join(out, f)).schema.column(0).physical_type
+            for f in os.listdir(out) if f.endswith(".parquet")} == {"INT96"}
+    warehouse = make_warehouse()
+    warehouse.run(STREAM)
+    warehouse.run(SUMS)
+    warehouse.run(f"LOAD '{out}' INTO M")
+    assert slices(warehouse) and all(s.loaded for s in slices(warehouse))
+    pd.testing.assert_frame_equal(stored_sums(warehouse), expected_sums(frame))
+    arrow_rows = published_rows(str(tmp_path / "wh" / "M")).sort_values("ts").reset_index(drop=True)
+    pd.testing.assert_frame_equal(arrow_rows, warehouse.execute("SELECT * FROM M ORDER BY ts"), check_dtype=False)
 
 
 def test_the_load_runs_no_spark_job_and_its_views_take_range_steps(spark, warehouse, tmp_path):

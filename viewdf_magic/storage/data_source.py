@@ -31,6 +31,7 @@ from ..catalog.catalog import Catalog
 from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta, Slice
 from ..errors import ViewDFError
+from .loaded_parts import microseconds
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
 if TYPE_CHECKING:
@@ -180,9 +181,11 @@ def _scan_rows(scan: ScanPartition) -> Iterator[pa.Table]:
     table = pa.concat_tables(tables, promote_options="default")
     stamp = pa.timestamp("us", tz="UTC")
     if scan.loaded_by is not None:     # the stream's columns only: each row's part from its timestamp
-        micros = table[scan.loaded_by].cast(stamp).cast(pa.int64()).to_numpy(zero_copy_only=False)
+        micros = microseconds(table[scan.loaded_by])
         parts = np.floor_divide(micros, scan.length * 1_000_000)
-        table = table.append_column(PART_TIMESTAMP, pa.array(parts * scan.length * 1_000_000).cast(stamp)) \
+        table = table.set_column(table.schema.get_field_index(scan.loaded_by), scan.loaded_by,
+                                 pa.array(micros).cast(stamp)) \
+            .append_column(PART_TIMESTAMP, pa.array(parts * scan.length * 1_000_000).cast(stamp)) \
             .append_column(PART_COLUMN, pa.array(parts))
     if scan.column is not None:        # embedded rows: a struct column where it is not NULL
         embedded = table.filter(pc.is_valid(table[scan.column]))

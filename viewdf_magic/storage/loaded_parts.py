@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyarrow import fs as pafs
 from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, DateType, DecimalType, DoubleType,
@@ -26,13 +27,14 @@ _PLAIN: dict[pa.DataType, DataType] = {
 }
 
 
-def spark_type(column: pa.DataType) -> DataType | None:
-    """The type Spark reads a flat Parquet column as, given pyarrow's type for it; None for the types this
-    module does not take as they are (nested, unsigned, nanosecond or zone-less timestamps, ...)."""
+def spark_type(column: pa.DataType, int96: bool = False) -> DataType | None:
+    """The type Spark reads a flat Parquet column as, given pyarrow's type for it (``int96``: its physical type
+    is INT96, Spark's default for timestamps, which pyarrow reads as zone-less nanoseconds); None for the types
+    this module does not take as they are (nested, unsigned, nanosecond or zone-less timestamps, ...)."""
     if pa.types.is_decimal(column):
         return DecimalType(column.precision, column.scale)
-    if pa.types.is_timestamp(column):        # UTC-adjusted (an instant), in a unit Spark reads exactly
-        return TimestampType() if column.tz is not None and column.unit in ("ms", "us") else None
+    if pa.types.is_timestamp(column):        # an instant, in a unit Spark reads exactly
+        return TimestampType() if int96 or (column.tz is not None and column.unit in ("ms", "us")) else None
     return _PLAIN.get(column)
 
 
@@ -52,7 +54,9 @@ def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> 
                 stamps = batch.column(0)
                 if stamps.null_count:
                     return None
-                micros = stamps.cast(pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy()
+                micros = microseconds(stamps)
+                if micros.size and micros.min() < 0:       # INT96 before 1970: Spark may rebase its calendar
+                    return None
                 parts, rows = np.unique(np.floor_divide(micros, unit), return_counts=True)
                 for part, n in zip(parts.tolist(), rows.tolist()):
                     counts[part] = counts.get(part, 0) + n
@@ -61,10 +65,16 @@ def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> 
         return None
 
 
+def microseconds(stamps: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """Timestamps as microseconds since the epoch, as Spark reads them (nanoseconds truncated)."""
+    return pc.cast(stamps, pa.timestamp("us", tz="UTC"), safe=False).cast(pa.int64()).to_numpy()
+
+
 def _same_columns(parquet: pq.ParquetFile, schema: StructType) -> bool:
     """Whether the file's columns are flat and are ``schema``'s fields: the same names and Spark types."""
     arrow = parquet.schema_arrow
     if len(parquet.schema) != len(arrow) or sorted(arrow.names) != sorted(schema.fieldNames()):
         return False
     wanted = {f.name: f.dataType for f in schema.fields}
-    return all(spark_type(field.type) == wanted[field.name] for field in arrow)
+    return all(spark_type(field.type, parquet.schema.column(k).physical_type == "INT96") == wanted[field.name]
+               for k, field in enumerate(arrow))
