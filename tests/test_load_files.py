@@ -93,6 +93,29 @@ def test_a_landing_folder_gives_each_file_once_and_the_record_survives_a_restart
                                                            for name in ("a.csv", "b.csv", "c.csv")}
 
 
+def test_a_landing_folder_load_reads_only_its_new_and_changed_files(warehouse, tmp_path, monkeypatch):
+    """A file recorded at its path with its size and modification time is not read again to hash it."""
+    from viewdf_magic.storage import landing as landing_module
+    folder = tmp_path / "landing"
+    for name, minutes in (("a.csv", [0]), ("b.csv", [1]), ("c.csv", [2])):
+        write_csv(folder / name, minutes)
+    warehouse.run(STREAM)
+    warehouse.run(f"LOAD '{folder}' INTO M")
+    hashed: list[str] = []
+    real = landing_module._sha256
+    monkeypatch.setattr(landing_module, "_sha256", lambda fs, path: hashed.append(os.path.basename(path)) or real(fs, path))
+    write_csv(folder / "d.csv", [3])
+    write_csv(folder / "b.csv", [1, 4])                  # changed: another size
+    with pytest.raises(ViewDFError, match="b.csv' has changed since it was loaded"):
+        warehouse.run(f"LOAD '{folder}' INTO M")
+    assert sorted(hashed) == ["b.csv", "d.csv"]
+    os.remove(folder / "b.csv")
+    hashed.clear()
+    assert warehouse.run(f"LOAD '{folder}' INTO M")[0].message.startswith("Inserted 1 row into 1 part of M from 1 "
+                                                                          "new file; 2 files loaded before skipped")
+    assert hashed == ["d.csv"] and xs(warehouse) == [0, 1, 2, 3]
+
+
 def test_a_folder_load_lists_only_the_folder_itself(warehouse, tmp_path):
     """LOAD '/' lists one folder (no walk of the whole file system) and finds no file to load there."""
     empty = tmp_path / "empty"

@@ -192,6 +192,11 @@ def test_files_one_per_part_late_files_and_a_delete(make_warehouse, tmp_path):
     pd.testing.assert_frame_equal(stored_sums(warehouse), expected_sums(every))
     assert len(warehouse.engine.catalog.state("M").parts[min(warehouse.engine.catalog.state("M").parts)].folders) == 2
     assert all(s.loaded for s in slices(warehouse))
+    written = rows([10, 15]).assign(x=[100, 101])          # Spark writes these: part 10:00 holds both kinds
+    warehouse.ingest("M", written)
+    every = pd.concat([every, written], ignore_index=True)
+    pd.testing.assert_frame_equal(stored_sums(warehouse), expected_sums(every))
+    assert {s.loaded for s in slices(warehouse)} == {True, False}
     warehouse.run("DELETE FROM M WHERE x = 0")
     kept = every[every["x"] != 0]
     pd.testing.assert_frame_equal(stored_sums(warehouse), expected_sums(kept))

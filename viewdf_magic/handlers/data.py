@@ -97,7 +97,7 @@ def load(engine: Engine, statement: st.Load) -> Result:
     definition = _target(engine, statement, statement.target)
     error = lambda message: statement.fragment.error(message, statement.path_at)  # noqa: E731
     try:
-        files: list[LoadedFile] | None = fingerprint(statement.path)
+        files: list[LoadedFile] | None = fingerprint(statement.path, engine.catalog.state(definition.name).loaded)
     except UnreadablePath as unreadable:
         files, unrecorded = None, str(unreadable)
     if files is None:        # Spark may still read it (a path only a Spark Connect server sees): unrecorded

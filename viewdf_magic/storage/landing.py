@@ -4,7 +4,8 @@ A path names one file, or a folder whose visible files directly in it (names sta
 are hidden, as Spark's file sources hide them; sub-folders are not read, so a path such as ``/`` costs one
 listing) are loaded. Each file is fingerprinted by its size,
 modification time and SHA-256 of its content, read through pyarrow's file systems (local paths, and
-the URIs pyarrow knows). The catalog keeps the fingerprints of the files a LOAD took, published in the
+the URIs pyarrow knows); a file the record has at the same path, size and modification time is not
+read again. The catalog keeps the fingerprints of the files a LOAD took, published in the
 same log entry as their rows (``catalog.actions.Loaded``), so a LOAD run again takes only files it
 has not taken: a re-run cell never loads the same rows twice, and a landing folder that keeps
 receiving files is loaded file by file, as Auto Loader and Spark's file source do.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from typing import Mapping
 
 import pyarrow.fs as pafs
 
@@ -35,9 +37,11 @@ def _uri(filesystem: pafs.FileSystem, path: str) -> str:
     return "file:" + path if isinstance(filesystem, pafs.LocalFileSystem) else filesystem.type_name + "://" + path
 
 
-def fingerprint(path: str) -> list[LoadedFile]:
+def fingerprint(path: str, recorded: Mapping[str, LoadedFile] | None = None) -> list[LoadedFile]:
     """The files ``path`` names (one file, or the visible files directly in a folder, in path order),
-    fingerprinted."""
+    fingerprinted. A file at a ``recorded`` path with the recorded size and modification time keeps the
+    recorded hash, unread: a landing folder's LOAD reads only the files that are new or changed."""
+    recorded = recorded or {}
     try:
         filesystem, root = pafs.FileSystem.from_uri(qualify(path))
         info = filesystem.get_file_info(root)
@@ -49,8 +53,14 @@ def fingerprint(path: str) -> list[LoadedFile]:
                            key=lambda i: i.path)
         else:
             infos = [info]
-        return [LoadedFile(_uri(filesystem, i.path), i.size, i.mtime.timestamp() if i.mtime else 0.0,
-                           _sha256(filesystem, i.path)) for i in infos]
+        files = []
+        for info in infos:
+            uri, modified = _uri(filesystem, info.path), info.mtime.timestamp() if info.mtime else 0.0
+            before = recorded.get(uri)
+            unchanged = before is not None and (before.size, before.modified) == (info.size, modified)
+            files.append(LoadedFile(uri, info.size, modified,
+                                    before.sha256 if before is not None and unchanged else _sha256(filesystem, info.path)))
+        return files
     except UnreadablePath:
         raise
     except (OSError, ValueError, TypeError) as exc:      # pyarrow's errors for unknown schemes and I/O

@@ -14,7 +14,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import reduce
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 from pyspark.sql import DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
@@ -25,6 +25,7 @@ from ..catalog.filesystem import FileSystem
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, ObjectState, Slice
 from ..language.tokens import backquote
 from ..timeparts import subscript_sql
+from .counting import DRIVER_COUNT_ROWS, counted_here
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
 # A read of at most this many rows runs as one Spark task. A step's aggregation, join or window then needs no
@@ -288,10 +289,15 @@ class PartStore:
             hashes[column + HASH_COLUMN] = f"CASE WHEN {present} THEN {hashed} END"
         return frame.withColumns({name: F.expr(sql) for name, sql in hashes.items()})
 
-    def _by_part(self, folder: str, rows: int, own: bool, embedded: Embedded) -> list[Row]:
+    def _by_part(self, folder: str, rows: int, own: bool, embedded: Embedded) -> Sequence[Mapping[str, Any] | Row]:
         """Each part of a written run (``rows`` rows): its rows, and from its stored hashes (``_with_hashes``) its
         checksum (``own``) and each embedded view's rows and checksum; one job reading the part numbers and the
-        hashes."""
+        hashes, or none for a small run that this process reads itself (storage/counting.py)."""
+        if rows <= DRIVER_COUNT_ROWS:
+            found = counted_here(self.fs.uri(folder), HASH_COLUMN if own else None,
+                                 [column + HASH_COLUMN for column, _ in embedded])
+            if found is not None:
+                return found
         names = ([HASH_COLUMN] if own else []) + [column + HASH_COLUMN for column, _ in embedded]
         schema = StructType([StructField(PART_COLUMN, LongType(), True)]
                             + [StructField(name, LongType(), True) for name in names])
