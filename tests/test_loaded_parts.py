@@ -169,8 +169,10 @@ def test_the_load_runs_no_spark_job_and_its_views_take_range_steps(spark, wareho
     pd.testing.assert_frame_equal(stored_sums(warehouse), expected_sums(frame))
     big = warehouse.execute("SELECT k, x FROM Big ORDER BY x")
     assert big["x"].tolist() == [x for x in frame["x"] if x > 3]
-    for view in ("Sums", "Big"):         # INITIALIZE's part, then the nine others in one range step
-        assert len({s.folder for s in slices(warehouse, view)}) == 2, view
+    for view in ("Sums", "Big"):         # the ten parts in one range step (INITIALIZE is the UPDATE query)
+        assert len({s.folder for s in slices(warehouse, view)}) == 1, view
+        hows = [meta.how.value for meta in warehouse.engine.catalog.state(view).parts.values()]
+        assert hows == ["initialize"] + ["update"] * 9, view
 
 
 def test_files_one_per_part_late_files_and_a_delete(make_warehouse, tmp_path):

@@ -10,6 +10,7 @@ user's own text.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Callable, TypeVar
@@ -123,6 +124,29 @@ def compile_query(fragment: Fragment, lookup: Lookup, scope: Scope, variable: st
                                                     prefix, len(part_refs))
     rewritten = RewrittenText(fragment, replacements + bare_replacements)
     return CompiledQuery(rewritten, tuple(part_refs + bare_refs), variable, scope, tree)
+
+
+def same_query(first: CompiledQuery, second: CompiledQuery) -> bool:
+    """Whether two clauses are one query for every part: the same text once their placeholders are matched,
+    and references to the same objects by the same subscripts in their variables (``INITIALIZE V[i] AS
+    SELECT .. FROM S[i]`` and ``UPDATE V[j] AS SELECT .. FROM S[j]``)."""
+    if first.variable is None or second.variable is None or len(first.bindings) != len(second.bindings):
+        return False
+    texts = [first.sql, second.sql]
+    for n, pair in enumerate(zip(first.bindings, second.bindings)):
+        a, b = pair
+        if (a.name, a.kind) != (b.name, b.kind) or any(
+                _in_terms(x, first.variable) != _in_terms(y, second.variable)
+                for x, y in ((a.lower, b.lower), (a.upper, b.upper))):
+            return False
+        texts = [re.sub(rf"\b{re.escape(binding.placeholder)}\b", f"__same_{n}", text)
+                 for text, binding in zip(texts, pair)]
+    return texts[0] == texts[1]
+
+
+def _in_terms(subscript: Subscript | None, variable: str) -> str | None:
+    """A subscript's text with its variable written as ``_``."""
+    return None if subscript is None else re.sub(rf"\b{re.escape(variable)}\b", "_", subscript.text)
 
 
 def compile_references(fragment: Fragment, lookup: Lookup, variable: str, defining: str) -> CompiledQuery:

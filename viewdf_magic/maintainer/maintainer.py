@@ -293,7 +293,7 @@ class Maintainer:
     def _advance(self, step: PendingStep, plan: bool, limit: int | None, barred: set[str] | None) -> list[StepReport]:
         """Compute ``step``'s part, or the run of ready parts it starts when the view has a range plan;
         with ``barred`` (views not to fuse), with the views fused into it."""
-        if self.range_steps and not plan and step.how is not ClauseKind.INITIALIZE and step.view.key not in self._range_failed:
+        if self.range_steps and not plan and self._may_start_run(step) and step.view.key not in self._range_failed:
             ranged = self.range_plan(step.view)
             run = self._ready_run(step, ranged, limit) if ranged.lifted else []
             if len(run) > 1:
@@ -306,10 +306,16 @@ class Maintainer:
         fusions = [] if barred is None else self.fuser.fusions(step.view, step.subscript, step.subscript, barred)
         return self.writer.compute(step, plan, fusions=fusions)
 
+    def _may_start_run(self, step: PendingStep) -> bool:
+        """Whether a range step may begin at ``step``'s part: any but an INITIALIZE part, which may too when
+        INITIALIZE is the UPDATE query (the run then computes it as UPDATE would, and records it as INITIALIZE)."""
+        return step.how is not ClauseKind.INITIALIZE or (self.compiled(step.view).initialize_is_update
+                                                          and self.range_plan(step.view).how is ClauseKind.UPDATE)
+
     def _takes_range_step(self, step: PendingStep) -> bool:
         """Whether ``_advance`` computes more than ``step``'s part (a range step); only the run's first two
         parts are looked at, for the whole run's lookup costs time per part."""
-        if not self.range_steps or step.how is ClauseKind.INITIALIZE or step.view.key in self._range_failed:
+        if not self.range_steps or not self._may_start_run(step) or step.view.key in self._range_failed:
             return False
         ranged = self.range_plan(step.view)
         return ranged.lifted and len(self._ready_run(step, ranged, 2)) > 1
@@ -345,7 +351,8 @@ class Maintainer:
             refs = self.timeline.resolve(ranged.query, definition, subscript)
             if not all(self.timeline.available(ref, definition) for ref in refs) or not budget.admits(refs):
                 break
-            run.append(PendingStep(definition, subscript, ranged.how, ranged.query, refs, True))
+            how = step.how if subscript == step.subscript else ranged.how       # the first may be INITIALIZE
+            run.append(PendingStep(definition, subscript, how, ranged.query, refs, True))
             subscript += 1
         return run
 
