@@ -299,6 +299,7 @@ def _text(notebook) -> str:
 VOLATILE = [(re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"), "<uuid>"),
             (re.compile(r"\d+\.\d+"), "#.#"), (re.compile(r"/tmp/[\w./-]+"), "/tmp/..."),
             (re.compile(r"0x[0-9a-f]+"), "0x#"), (re.compile(r"(#|plan_id=)\d+L?"), r"\1#"),   # Spark's ids
+            (re.compile(r"(CollectMetrics [^\n]*\], )\d+"), r"\1#"),      # an observation's Dataset id
             (re.compile(r"20[2-9]\d-\d\d-\d\d[ T]\d\d:\d\d(:\d\d)?(\.\d+)?( UTC)?"), "<now>"),
             (re.compile(r"[ \t]+"), " ")]
 
