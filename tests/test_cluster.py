@@ -47,5 +47,7 @@ def test_scenario_on_standalone_cluster_equals_local_mode(spark, cluster, tmp_pa
     [app] = [a for a in cluster.status()["completedapps"] if a["name"] == APP_NAME][-1:]
     assert (app["state"], app["cores"]) == ("FINISHED", 2)
     for index in range(2):       # each worker launched an executor for the app, and it ran tasks
-        [log] = (cluster.worker_dir(index) / app["id"]).glob("*/stderr")
-        assert "Finished task" in log.read_text()
+        # (a second executor folder appears when the master replaces an executor that exited as the app
+        # stopped, and kills the new one at once: seen once in CI, 2026-12-01)
+        logs = list((cluster.worker_dir(index) / app["id"]).glob("*/stderr"))
+        assert logs and any("Finished task" in log.read_text() for log in logs)
