@@ -273,3 +273,41 @@ def test_a_copied_folder_is_gone_when_the_load_fails(make_warehouse, tmp_path, m
     monkeypatch.undo()
     assert warehouse.run(f"LOAD '{tmp_path / 'in' / 'f.parquet'}' INTO M")[0].message.startswith(
         "Inserted 2 rows into 2 parts of M")
+
+
+@pytest.mark.parametrize("physical", ["INT64", "INT96"])
+def test_timestamps_before_1970_are_taken_as_they_are_and_read_as_spark_reads_the_file(spark, make_warehouse,
+                                                                                      tmp_path, physical):
+    """Negative timestamps, with nanoseconds in INT96 (which Spark rounds down to microseconds), and a file
+    with a row before 1900 (read by Spark: its calendar rebase modes decide) go through Spark. The oracle is
+    Spark reading the file itself."""
+    nanos = [-60_000_000_001, -59_999_999_999, -1_500, -1, 0, 61_000_000_999]
+    micros = [n // 1_000 for n in nanos]
+    stamps = pa.array(nanos if physical == "INT96" else micros,
+                      pa.timestamp("ns" if physical == "INT96" else "us", tz="UTC"))
+    table = pa.table({"ts": stamps, "k": pa.array(range(6), pa.int64()), "x": pa.array(range(6), pa.int32()),
+                      "tag": pa.array(["a"] * 6)})
+    path = str(tmp_path / "in" / f"{physical}.parquet")
+    os.makedirs(os.path.dirname(path))
+    pq.write_table(table, path, use_deprecated_int96_timestamps=physical == "INT96")
+    assert pq.ParquetFile(path).schema.column(0).physical_type == physical
+    warehouse = make_warehouse()
+    warehouse.run(STREAM)
+    warehouse.run(f"LOAD '{path}' INTO M")
+    assert slices(warehouse) and all(s.loaded for s in slices(warehouse))
+    query = "SELECT unix_micros(ts) AS us, unix_micros(PART_TIMESTAMP) AS part, k FROM {} ORDER BY k"
+    spark.read.parquet(path).selectExpr("*", "timestamp_micros(floor(unix_micros(ts) / 6e7) * 60000000) "
+                                              "AS PART_TIMESTAMP").createOrReplaceTempView("spark_read")
+    expected = spark.sql(query.format("spark_read")).toPandas()
+    assert expected["us"].tolist() == micros
+    pd.testing.assert_frame_equal(warehouse.execute(query.format("M")), expected, check_dtype=False)
+    arrow_rows = published_rows(str(tmp_path / "wh" / "M")).sort_values("k").reset_index(drop=True)
+    assert [pd.Timestamp(t).value // 1_000 for t in arrow_rows["ts"]] == micros
+    old = str(tmp_path / "in" / "old.parquet")
+    pq.write_table(table.set_column(0, "ts", pa.array([dt.datetime(1850, 1, 1, tzinfo=dt.timezone.utc)] * 6,
+                                                      pa.timestamp("us", tz="UTC"))), old)
+    older = make_warehouse("older")
+    older.run(STREAM)
+    older.run(f"LOAD '{old}' INTO M")
+    assert slices(older) and not any(s.loaded for s in slices(older))
+    assert older.execute("SELECT count(*) AS n FROM M WHERE year(ts) = 1850")["n"].tolist() == [6]

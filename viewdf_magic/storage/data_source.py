@@ -15,7 +15,6 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterator, Mapping
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
@@ -31,7 +30,7 @@ from ..catalog.catalog import Catalog
 from ..catalog.filesystem import qualify
 from ..catalog.model import PART_TIMESTAMP, ObjectDef, PartMeta, Slice
 from ..errors import ViewDFError
-from .loaded_parts import microseconds
+from .loaded_parts import microseconds, part_numbers
 from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 
 if TYPE_CHECKING:
@@ -182,7 +181,7 @@ def _scan_rows(scan: ScanPartition) -> Iterator[pa.Table]:
     stamp = pa.timestamp("us", tz="UTC")
     if scan.loaded_by is not None:     # the stream's columns only: each row's part from its timestamp
         micros = microseconds(table[scan.loaded_by])
-        parts = np.floor_divide(micros, scan.length * 1_000_000)
+        parts = part_numbers(micros, scan.length)
         table = table.set_column(table.schema.get_field_index(scan.loaded_by), scan.loaded_by,
                                  pa.array(micros).cast(stamp)) \
             .append_column(PART_TIMESTAMP, pa.array(parts * scan.length * 1_000_000).cast(stamp)) \

@@ -18,6 +18,8 @@ from pyspark.sql.types import (BinaryType, BooleanType, ByteType, DataType, Date
                                FloatType, IntegerType, LongType, ShortType, StringType, StructType, TimestampType)
 
 LOADED_FILE = "part-00000.parquet"      # a loaded file's name in its folder
+# 1900-01-01 in microseconds: how Spark reads older timestamps depends on the session's calendar rebase modes
+EARLIEST = -2_208_988_800_000_000
 
 _PLAIN: dict[pa.DataType, DataType] = {
     pa.bool_(): BooleanType(), pa.int8(): ByteType(), pa.int16(): ShortType(), pa.int32(): IntegerType(),
@@ -49,15 +51,14 @@ def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> 
             if not _same_columns(parquet, schema):
                 return None
             counts: dict[int, int] = {}
-            unit = length * 1_000_000
             for batch in parquet.iter_batches(columns=[timestamp], batch_size=1 << 20):
                 stamps = batch.column(0)
                 if stamps.null_count:
                     return None
                 micros = microseconds(stamps)
-                if micros.size and micros.min() < 0:       # INT96 before 1970: Spark may rebase its calendar
+                if micros.size and micros.min() < EARLIEST:
                     return None
-                parts, rows = np.unique(np.floor_divide(micros, unit), return_counts=True)
+                parts, rows = np.unique(part_numbers(micros, length), return_counts=True)
                 for part, n in zip(parts.tolist(), rows.tolist()):
                     counts[part] = counts.get(part, 0) + n
             return counts
@@ -66,8 +67,16 @@ def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> 
 
 
 def microseconds(stamps: pa.Array | pa.ChunkedArray) -> np.ndarray:
-    """Timestamps as microseconds since the epoch, as Spark reads them (nanoseconds truncated)."""
-    return pc.cast(stamps, pa.timestamp("us", tz="UTC"), safe=False).cast(pa.int64()).to_numpy()
+    """Timestamps as microseconds since the epoch, as Spark reads them: INT96's nanoseconds (read by pyarrow as
+    nanosecond timestamps) rounded down, as Spark does, also before 1970."""
+    if pa.types.is_timestamp(stamps.type) and stamps.type.unit == "ns":
+        return np.floor_divide(pc.cast(stamps, pa.int64()).to_numpy(zero_copy_only=False), 1_000)
+    return pc.cast(stamps, pa.timestamp("us", tz="UTC")).cast(pa.int64()).to_numpy(zero_copy_only=False)
+
+
+def part_numbers(micros: np.ndarray, length: int) -> np.ndarray:
+    """The part of each timestamp (microseconds since the epoch) in parts of ``length`` seconds."""
+    return np.floor_divide(micros, length * 1_000_000)
 
 
 def _same_columns(parquet: pq.ParquetFile, schema: StructType) -> bool:
