@@ -169,10 +169,12 @@ def test_interrupted_step_keeps_the_parts_it_published(spark, make_warehouse, tm
     assert warehouse.execute("SELECT sum(x) AS total FROM V")["total"].tolist() == [sum(range(MINUTES))]
 
 
-def test_interrupted_step_all_keeps_the_range_steps_it_published(spark, make_warehouse, tmp_path):
-    """STEP ALL over a view with range steps commits run by run: the first run of a view is at most
-    RANGE_FIRST_PARTS parts, so an interrupt keeps every run published before it (issue 35)."""
-    from viewdf_magic.maintainer.ranges import RANGE_FIRST_PARTS
+def test_interrupted_step_all_keeps_the_range_steps_it_published(spark, make_warehouse, tmp_path, monkeypatch):
+    """STEP ALL over a view with range steps commits run by run: the first run of a view reads at most
+    RANGE_FIRST_ROWS input rows (here 16, one per part), so an interrupt keeps every run published before it
+    (issue 35)."""
+    import viewdf_magic.maintainer.ranges as ranges_module
+    monkeypatch.setattr(ranges_module, "RANGE_FIRST_ROWS", 16)
     minutes = 40
     warehouse = make_warehouse()
     warehouse.run(f"{STREAM_DDL}; {insert(minutes)}; SET MAINTENANCE MANUAL; {HEAVY_VIEW_DDL}")
@@ -184,7 +186,7 @@ def test_interrupted_step_all_keeps_the_range_steps_it_published(spark, make_war
     assert 2 <= len(kept) < minutes and kept == stream[:len(kept)]
     assert str(stopped.value) == kept_message(kept).replace("(V[", "(R[")
     spans = [report.span for report in warehouse.history() if report.view == "R" and report.span]
-    assert spans[0] == (stream[1], stream[RANGE_FIRST_PARTS])      # the first run, after the INITIALIZE part
+    assert spans[0] == (stream[1], stream[16])      # the first run, after the INITIALIZE part
     assert kept == stream[:stream.index(spans[-1][1]) + 1]          # the INITIALIZE part and every run reported
     rows = warehouse.execute("SELECT x FROM R ORDER BY ts")["x"].tolist()
     assert rows == list(range(len(kept)))                           # each kept part holds its minute's row

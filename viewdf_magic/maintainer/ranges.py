@@ -54,10 +54,12 @@ RANGE_PARTS = 10_000        # parts one range step may write (one catalog entry;
 RANGE_CLAUSE_WORK = 20_000_000    # input rows x parts of one RANGE clause step
 # A run's parts are published when its job ends, so an interrupted STEP ALL loses the run being computed.
 # Outside a transaction (which publishes nothing before it ends anyway), a view's first run in a session
-# is at most RANGE_FIRST_PARTS parts, and each later run is sized from the pace of the view's previous run
-# to take about RANGE_SECONDS: an interrupt loses at most that much work, and long backfills still take
-# runs of thousands of parts once the pace is known.
-RANGE_FIRST_PARTS = 16
+# reads at most RANGE_FIRST_ROWS input rows in at most RANGE_FIRST_PARTS parts (seconds of work at the paces
+# measured in docs/benchmarks.md), and each later run is sized from the pace of the view's previous run to
+# take about RANGE_SECONDS: an interrupt loses at most that much work, and long backfills still take runs of
+# thousands of parts once the pace is known.
+RANGE_FIRST_ROWS = 1_000_000
+RANGE_FIRST_PARTS = 1_000
 RANGE_SECONDS = 5.0
 MAX_OFFSET = 2 ** 53        # |c| of X[j+c] a range step handles (part numbers stay exact 64-bit integers)
 
@@ -226,14 +228,16 @@ def input_rows(catalog: Catalog, refs: list[ResolvedRef], joined: frozenset[str]
 
 class RunBudget:
     """What one range step may take on, counted part by part: at most ``most`` parts, about RANGE_ROWS input
-    rows (``input_rows``: parts read once per run count once) and, with ``work``, input rows x parts at most
-    ``work``. A run's first part always fits."""
+    rows (RANGE_FIRST_ROWS for a view's ``first`` run in a session; ``input_rows``: parts read once per run
+    count once) and, with ``work``, input rows x parts at most ``work``. A run's first part always fits."""
 
-    def __init__(self, catalog: Catalog, plan: RangePlan, most: int = RANGE_PARTS, work: int | None = None) -> None:
+    def __init__(self, catalog: Catalog, plan: RangePlan, most: int = RANGE_PARTS, work: int | None = None,
+                 first: bool = False) -> None:
         self.catalog = catalog
         self.plan = plan
         self.most = most
         self.work = work
+        self.most_rows = min(RANGE_FIRST_ROWS, RANGE_ROWS) if first else RANGE_ROWS
         self.parts = 0
         self.rows = 0
         self.read: set[tuple[str, int]] = set()
@@ -243,7 +247,7 @@ class RunBudget:
         if self.parts and self.parts >= self.most:
             return False
         rows = self.rows + input_rows(self.catalog, refs, self.plan.joined, self.read)
-        if self.parts and (rows > RANGE_ROWS or (self.work is not None and rows * (self.parts + 1) > self.work)):
+        if self.parts and (rows > self.most_rows or (self.work is not None and rows * (self.parts + 1) > self.work)):
             return False
         self.parts += 1
         self.rows = rows

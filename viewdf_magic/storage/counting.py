@@ -14,8 +14,9 @@ from pyarrow import fs as pafs
 
 from .slices import PART_COLUMN
 
-# A run that wrote at most this many rows is counted here (reading two 8-byte columns of it).
-DRIVER_COUNT_ROWS = 100_000
+# A run that wrote at most this many rows is counted here, reading two 8-byte columns of it: about 0.03 s for
+# 1M rows, 0.1-0.3 s for 4M, against 0.3 s or more for a Spark job (2026-12-01).
+DRIVER_COUNT_ROWS = 4_000_000
 
 
 def counted_here(uri: str, own: str | None, embedded: list[str]) -> list[dict] | None:
