@@ -128,9 +128,7 @@ def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Wi
     while pending:
         feeder.wait_for(pending[0])
         batch = [s for s in pending if s in feeder.arrived]      # the feeder's parts arrive in order
-        for stream in QUERY_STREAMS[query]:
-            for subscript in batch:
-                load(warehouse, stream, arrived.path(stream, subscript))
+        load(warehouse, [(stream, arrived.path(stream, subscript)) for stream in QUERY_STREAMS[query] for subscript in batch])
         committed = time.time()
         followed.commits.update(dict.fromkeys(batch, committed))
         pending = pending[len(batch):]

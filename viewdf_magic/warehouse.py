@@ -3,6 +3,7 @@ together) and the statement handlers."""
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from typing import Callable, Iterator
 
@@ -15,9 +16,10 @@ from .engine.engine import Engine
 from .engine.conform import conform_by_name
 from .engine.ingest import IngestReport
 from .engine.reads import Reads
-from .engine.results import MaintenanceWarning, PartCheck, Result
+from .engine.results import MaintenanceWarning, PartCheck, Result, timed
 from .errors import ViewDFError
 from .handlers import dispatch
+from .handlers.data import takes_stream_rows
 from .language import statements as st
 from .catalog.filesystem import qualify
 from .catalog.model import PART_TIMESTAMP, LineageRange, ObjectDef, PartMeta
@@ -88,10 +90,30 @@ class Warehouse:
         """Run ``;``-separated statements one at a time, yielding each Result as it is ready.
 
         Nothing runs if any statement fails to parse; a failing statement stops the rest
-        (the ones before it have taken effect)."""
-        for statement in parse(text):
-            with (self.engine.reading() if statement.read_only else self.engine.writing()):
-                result = dispatch(self.engine, statement)
+        (the ones before it have taken effect). Consecutive LOADs and INSERTs into streams are
+        maintained once, after the last of them (``takes_stream_rows``): a view that reads several of
+        them computes its part once, and views of different streams step together."""
+        statements = parse(text)
+        engine = self.engine
+        for k, statement in enumerate(statements):
+            following = statements[k + 1] if k + 1 < len(statements) else None
+            with (engine.reading() if statement.read_only else engine.writing()):
+                deferred = takes_stream_rows(engine, statement) and following is not None \
+                    and takes_stream_rows(engine, following)
+                engine.maintenance_deferred = deferred
+                try:
+                    result = dispatch(engine, statement)
+                except ViewDFError:        # the batches taken before it are maintained, as if each were alone
+                    engine.maintenance_deferred = False
+                    if engine.maintenance_owed:
+                        engine.maintain()
+                    raise
+                finally:
+                    engine.maintenance_deferred = False
+                if engine.maintenance_owed and not deferred:     # the last of them took no rows
+                    steps, seconds = timed(engine.maintain)
+                    result = dataclasses.replace(result, steps=[*result.steps, *steps],
+                                                 maintenance_seconds=(result.maintenance_seconds or 0.0) + seconds)
             yield result
 
     def ingest(self, stream: str, data: pd.DataFrame | DataFrame) -> IngestReport:

@@ -83,6 +83,9 @@ class Engine:
         self._lock = threading.RLock()
         self._since: int | None = None    # catalog version when the running statement began
         self.last_repair: RepairReport | None = None     # of the latest maintenance that repaired late data
+        # set by the caller while a batch is taken whose maintenance waits for the next batch (``maintain_after``)
+        self.maintenance_deferred = False
+        self.maintenance_owed = False      # a batch was taken with its maintenance deferred; ``maintain`` clears it
         self.recovered: list[StepReport] = self.recover()
 
     def recover(self) -> list[StepReport]:
@@ -215,6 +218,7 @@ class Engine:
     def maintain(self) -> list[StepReport]:
         """Repair view parts that late data changed (in any mode), then, in auto mode, compute
         everything that is ready; failures are recorded in ``maintainer.failures``, not raised."""
+        self.maintenance_owed = False
         repair = RepairReport() if self.repairer.pending else None
         steps: list[StepReport] = []
         failures = []
@@ -271,7 +275,11 @@ class Engine:
 
     def maintain_after(self, report: IngestReport | ChangeReport) -> float:
         """Maintain after ``report``'s batch was published (``maintain``), recording on it the steps and the
-        late-data repair (failures are in ``maintainer.failures``); the seconds it took."""
+        late-data repair (failures are in ``maintainer.failures``); the seconds it took. While
+        ``maintenance_deferred``, only note that maintenance is owed (0 seconds): the next batch's maintains both."""
+        if self.maintenance_deferred:
+            self.maintenance_owed = True
+            return 0.0
         steps, seconds = timed(self.maintain)
         report.steps = [*report.steps, *steps]      # the view parts written with the batch first
         report.repair = self.last_repair

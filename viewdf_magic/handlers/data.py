@@ -30,6 +30,14 @@ from ..engine.engine import Engine
 from ..engine.results import Result, timed
 
 
+def takes_stream_rows(engine: Engine, statement: st.Statement) -> bool:
+    """Whether ``statement`` is a LOAD or INSERT into a stream (whose maintenance may wait for the next one's)."""
+    if not isinstance(statement, (st.Load, st.Insert)):
+        return False
+    definition = engine.catalog.get(statement.target.text)
+    return definition is not None and definition.kind == "stream"
+
+
 def _target(engine: Engine, statement: st.Statement, name: st.Name) -> ObjectDef:
     return engine.require(name.text, ("stream", "table"), statement, name)
 
