@@ -253,6 +253,35 @@ def test_runs_are_cut_at_the_input_row_budget_and_verify_cuts_its_runs_the_same_
     assert_recent_equals_duckdb(warehouse, rows)
 
 
+def test_a_projections_later_runs_are_not_cut_at_the_input_row_budget(make_warehouse, monkeypatch):
+    """With RANGE_ROWS lowered, Filtered (a projection of S[j], whose job holds no rows in memory) takes a first
+    run of at most that many input rows (the first run's bound), then every other part in one run."""
+    import viewdf_magic.maintainer.ranges as ranges_module
+
+    budget = 12
+    monkeypatch.setattr(ranges_module, "RANGE_ROWS", budget)
+    monkeypatch.setattr(ranges_module, "RANGE_SECONDS", 1e6)      # the pace does not cut the run here
+    rows = random_rows(5)
+    minute = rows.ts.astype("int64") // 60_000_000_000
+    first, last = int(minute.min()), int(minute.max())
+    per_minute = minute.value_counts().to_dict()
+    cut, taken = first, per_minute[first]
+    while taken + per_minute.get(cut + 1, 0) <= budget:
+        cut += 1
+        taken += per_minute.get(cut, 0)
+    assert first < cut < last - 1
+    warehouse = make_warehouse()
+    warehouse.run(SCHEMA + "; CREATE VIEW Filtered AS INITIALIZE Filtered[j] AS " + VIEWS["Filtered"]
+                  + " UPDATE Filtered[j] AS " + VIEWS["Filtered"] + "; SET MAINTENANCE MANUAL")
+    warehouse.ingest("S", rows)
+    warehouse.step(n=None)
+    spans = sorted({r.span for r in warehouse.history() if r.view == "Filtered"})
+    assert spans == [(first, cut), (cut + 1, last)]
+    stored = warehouse.execute("SELECT k, x FROM Filtered ORDER BY k, x")
+    expected = rows[rows.x > 0].sort_values(["k", "x"])
+    assert list(zip(stored.k, stored.x)) == list(zip(expected.k, expected.x))
+
+
 def test_range_steps_over_every_part_so_far_and_longer_parts_equal_an_independent_oracle(warehouse):
     """DuckDB computes Repeats (each row of S[j] with how often its key and value came before, S[.. j-1]), the
     HISTORY_JOINS views and Overlaps (2-minute parts counting the 4 minutes 2*j-2 .. 2*j+1 per key) from the raw

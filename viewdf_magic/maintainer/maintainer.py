@@ -338,14 +338,16 @@ class Maintainer:
         """The ready parts from ``step`` on that one range step computes: consecutive, each ready, at
         most RANGE_PARTS, about RANGE_ROWS input rows and, for a RANGE clause, RANGE_CLAUSE_WORK; outside
         a transaction, as many as take about RANGE_SECONDS at the view's pace (``paced_parts``), and before
-        its pace is known, about RANGE_FIRST_ROWS input rows."""
+        its pace is known, about RANGE_FIRST_ROWS input rows. A projection of one part (``Fuser.analyse``) is
+        not bounded by RANGE_ROWS."""
         definition, view = step.view, self.compiled(step.view)
         horizon = self.timeline.horizon()
         assert ranged.query is not None and horizon is not None
         most = self.run_limit(definition) if limit is None else min(limit, self.run_limit(definition))
         first = not self.catalog.in_transaction and definition.key not in self._range_pace
+        streamed = self.fuser.analyse(definition, ranged.query)[1].items is not None
         budget = RunBudget(self.catalog, ranged, most, RANGE_CLAUSE_WORK if ranged.clause is ClauseKind.RANGE else None,
-                           first)
+                           first, streamed)
         run: list[PendingStep] = []
         subscript = step.subscript
         while len(run) < most and subscript * definition.length < horizon:

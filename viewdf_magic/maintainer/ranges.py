@@ -228,16 +228,17 @@ def input_rows(catalog: Catalog, refs: list[ResolvedRef], joined: frozenset[str]
 
 class RunBudget:
     """What one range step may take on, counted part by part: at most ``most`` parts, about RANGE_ROWS input
-    rows (RANGE_FIRST_ROWS for a view's ``first`` run in a session; ``input_rows``: parts read once per run
+    rows (RANGE_FIRST_ROWS for a view's ``first`` run in a session; no bound for a later run of a ``streamed``
+    view, a projection of one part, whose job holds no rows in memory; ``input_rows``: parts read once per run
     count once) and, with ``work``, input rows x parts at most ``work``. A run's first part always fits."""
 
     def __init__(self, catalog: Catalog, plan: RangePlan, most: int = RANGE_PARTS, work: int | None = None,
-                 first: bool = False) -> None:
+                 first: bool = False, streamed: bool = False) -> None:
         self.catalog = catalog
         self.plan = plan
         self.most = most
         self.work = work
-        self.most_rows = min(RANGE_FIRST_ROWS, RANGE_ROWS) if first else RANGE_ROWS
+        self.most_rows = min(RANGE_FIRST_ROWS, RANGE_ROWS) if first else None if streamed else RANGE_ROWS
         self.parts = 0
         self.rows = 0
         self.read: set[tuple[str, int]] = set()
@@ -247,7 +248,8 @@ class RunBudget:
         if self.parts and self.parts >= self.most:
             return False
         rows = self.rows + input_rows(self.catalog, refs, self.plan.joined, self.read)
-        if self.parts and (rows > self.most_rows or (self.work is not None and rows * (self.parts + 1) > self.work)):
+        too_many = self.most_rows is not None and rows > self.most_rows
+        if self.parts and (too_many or (self.work is not None and rows * (self.parts + 1) > self.work)):
             return False
         self.parts += 1
         self.rows = rows
