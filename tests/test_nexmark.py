@@ -5,6 +5,9 @@ and auctions that exist at each bid, shares against the configured odds."""
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -279,3 +282,14 @@ def test_window_parameters_are_checked():
 
     with pytest.raises(ValueError):
         nexmark_queries(window_seconds=10, slide_seconds=3)
+
+
+def test_the_modules_flinks_virtualenv_imports_need_no_pyspark():
+    """tools/flink_nexmark.py runs in its own virtualenv, which has no pyspark (it conflicts with PyFlink over
+    grpcio): what it imports from this repository must import without it."""
+    repo = Path(__file__).resolve().parent.parent
+    blocked = ("import sys; sys.modules['pyspark'] = None; "
+               "import benchmarks.flink_csv, benchmarks.process_cpu, viewdf_magic.nexmark, "
+               "viewdf_magic.nexmark.canonical, viewdf_magic.nexmark.parts")
+    done = subprocess.run([sys.executable, "-c", blocked], cwd=repo, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr

@@ -11,13 +11,17 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
 
 from .generator import SCHEMAS, NexmarkConfig, generate_chunks
+
+if TYPE_CHECKING:          # Flink's virtualenv (tools/flink_nexmark.py) writes the parts and has no pyspark
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 STREAMS = tuple(SCHEMAS)
 
