@@ -173,13 +173,17 @@ def test_parts_stay_in_subscript_order_through_late_parts_failures_and_reopens(c
 
 def test_entries_written_by_earlier_versions_replay(tmp_path):
     fs = LocalFileSystem(str(tmp_path))
-    part = meta(2, "data/s0001/2").to_json()
-    del part["arrivals"]                         # stream parts had no arrival times
+    # as an early version wrote a part: every field but the arrival times (stream parts had none), later fields
+    # (arrival rows, key facts) unknown, and the fields at their defaults written out
+    part = {"subscript": 2, "rows": 3, "folders": ["data/s0001/2"], "seconds": 0.5, "lineage": [["S", 2, 2]],
+            "updated": 12.0, "how": "update", "checksum": "c", "repairs": 0, "repairs_changed": 0,
+            "repair_seconds": 0.0, "changed": 0, "verified": 0}
     fs.write_text(f"{LOG}/{1:020d}.json", json.dumps({"version": 1, "actions": [
         {"op": "create", "object": STREAM.to_json()}, {"op": "options", "name": "s", "lateness": 3},
         {"op": "part", "name": "s", "part": part}]}))
     catalog = Catalog(fs)
-    assert catalog.states["s"].lateness == 3 and catalog.states["s"].parts[2].arrivals == ()
+    assert catalog.states["s"].lateness == 3 and catalog.states["s"].parts[2] == dataclasses.replace(
+        meta(2, "data/s0001/2"), changed=1, verified=1)
     # DROP without "updated": the files were deleted at once, so none are garbage
     fs.write_text(f"{LOG}/{2:020d}.json", json.dumps({"version": 2, "actions": [{"op": "drop", "name": "s"}]}))
     assert catalog.refresh() and catalog.version == 2 and catalog.objects == {} and catalog.garbage == {}
@@ -196,3 +200,15 @@ def test_key_facts_add_to_a_stream_part_and_change_nothing_else(catalog):
     assert 5 not in catalog.state("S").parts
     assert STREAM.repeats_in(after, ("x",)) is True and STREAM.repeats_in(after, ("x", "ts")) is False
     assert STREAM.repeats_in(after, ("ts",)) is None
+
+
+def test_a_part_is_logged_without_its_fields_at_their_defaults_and_read_back_whole():
+    plain = meta(7, "data/v0001/a")
+    assert set(plain.to_json()) == {"subscript", "rows", "folders", "seconds", "lineage", "updated", "how", "checksum"}
+    full = dataclasses.replace(plain, arrivals=(1.0, 2.0), arrival_rows=(2, 1), arrival_behind=(None, 3), repairs=2,
+                               repairs_changed=1, repair_seconds=0.25, changed=4, verified=5, unique=(("a", "b"),),
+                               repeated=(("c",),))
+    assert set(full.to_json()) == {f.name for f in dataclasses.fields(PartMeta)}
+    for part in (plain, full):
+        assert PartMeta.from_json(json.loads(json.dumps(part.to_json()))) == part
+    assert full.at_version(8, 9) == dataclasses.replace(full, changed=8, verified=9)

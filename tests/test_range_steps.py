@@ -16,6 +16,7 @@ from test_pattern_properties import STREAM as PATTERN_STREAM
 from test_pattern_properties import patterns, streams
 
 from viewdf_magic.language.lifting import lift
+from viewdf_magic.language.statements import ClauseKind
 
 INPUTS = frozenset({"a", "b"})
 START = pd.Timestamp("2015-01-01 10:00:00")
@@ -174,20 +175,20 @@ def test_range_steps_store_the_parts_that_per_part_steps_store(make_warehouse, s
         warehouse.step(n=None)
         spans = {report.view: report.span for report in warehouse.history() if report.span}
         stores[ranged] = {name: stored_parts(warehouse, name) for name in [*VIEWS, *LONGER, "Win", "Win__pre"]}
-        if ranged:      # every liftable view computed its parts in one range step, from the first part where
-            # its INITIALIZE is its UPDATE query (every view here is written with the same text twice, and so are
-            # the window's Win and Win__pre), else from the second: Win__sum's UPDATE adds to its own part j-1,
-            # and Win, ready only after Win__sum's first part, computes its first part alone
+        if ranged:      # every liftable view computed its parts in one range step, from the first part: its
+            # INITIALIZE is the query its runs compute (every view here is written with the same text twice, and
+            # so are the window's Win and Win__pre; Win__sum's INITIALIZE is its RECOMPUTE, which its runs lift)
             maintainer, catalog = warehouse.engine.maintainer, warehouse.engine.catalog
-            joins = {name: maintainer.compiled(catalog.get(name)).initialize_is_update
-                     for name in [*VIEWS, *LONGER, "Win", "Win__pre", "Win__sum"]}
-            assert {name for name, same in joins.items() if not same} == {"Win__sum"}
+            names = [name for name in [*VIEWS, *LONGER, "Win", "Win__pre", "Win__sum"] if name != "Counted"]
+            assert all(maintainer.range_plan(catalog.get(name)).takes_initialize for name in names)
+            assert maintainer.range_plan(catalog.get("Win__sum")).how is ClauseKind.RECOMPUTE
             first, last = rows.ts.min().value // 60_000_000_000, rows.ts.max().value // 60_000_000_000
             longer = {name: (min(stores[False][name]), max(stores[False][name])) for name in LONGER}
             assert all(len(stores[False][name]) >= 3 for name in LONGER)
-            alone = {"Win__sum", "Win"}
-            assert spans == {name: (first + (name in alone), last) for name in [*VIEWS, "Win", "Win__pre", "Win__sum"]
+            assert spans == {name: (first, last) for name in [*VIEWS, "Win", "Win__pre", "Win__sum"]
                              if name != "Counted"} | longer
+            assert [meta.how for meta in catalog.state("Win__sum").parts.values()][:2] == \
+                [ClauseKind.INITIALIZE, ClauseKind.RECOMPUTE]
             verified = warehouse.run("VERIFY VIEW Win; VERIFY VIEW Recent; VERIFY VIEW Outer")
             assert all(result.table["equal"].all() for result in verified)
     for name in [*VIEWS, *LONGER, "Win", "Win__pre"]:
@@ -425,7 +426,7 @@ def test_a_first_part_joins_the_range_step_when_initialize_is_the_update_query(m
     warehouse.run("CREATE STREAM S (ts TIMESTAMP, k INT, x INT) TIMESTAMP ts PARTITION LENGTH 60; "
                   "CREATE STREAM T (ts TIMESTAMP, k INT, x INT) TIMESTAMP ts PARTITION LENGTH 60")
     warehouse.run(f"CREATE VIEW V AS INITIALIZE V[i] AS {initialize} UPDATE V[j] AS {update}")
-    assert warehouse.engine.maintainer.compiled(warehouse.engine.catalog.get("V")).initialize_is_update is same
+    assert warehouse.engine.maintainer.range_plan(warehouse.engine.catalog.get("V")).takes_initialize is same
     rows = pd.DataFrame({"ts": [START + pd.Timedelta(minutes=m) for m in range(6)], "k": [1] * 6, "x": range(6)})
     warehouse.ingest("T", rows)
     warehouse.ingest("S", rows)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from viewdf_magic.catalog.model import Slice, folder_of
-from viewdf_magic.storage.slices import Scan, Wanted, plan_scans
+from viewdf_magic.storage.parts import FILTER_LIST_PARTS, part_filter
+from viewdf_magic.storage.slices import PART_COLUMN, Scan, Wanted, plan_scans
 
 
 def test_slice_text_round_trips():
@@ -57,3 +58,18 @@ def test_embedded_rows_are_scanned_by_their_column():
     wanted = [Wanted(Slice("data/h/0", 0, 0, 0, "__vdf_v"), 0), Wanted(Slice("data/v/1", 1, 1, 1), 1)]
     assert plan_scans(wanted) == [Scan(("data/h/0",), "__vdf_v", {0: (0,)}, True),
                                   Scan(("data/v/1",), None, {1: (1,)}, True)]
+
+
+@pytest.mark.parametrize("parts, form", [
+    ([7], "range"), ([-3, -2, -1, 0, 1], "range"), ([5, 9], "list"), (list(range(0, 3 * FILTER_LIST_PARTS, 3)), "list"),
+    (list(range(-70, 70, 2)), "mask"), ([0, 62, 63, 64, 125, 126, 127, 190, 1000, *range(2000, 2200, 3)], "mask"),
+    ([p for p in range(376_954, 385_704) if p % 24 not in (1, 2, 3, 4)], "mask"),   # a year of hours, nights empty
+])
+def test_a_part_filter_keeps_exactly_the_wanted_parts(spark, parts, form):
+    parts = sorted(set(parts))
+    condition = part_filter(parts)
+    assert {"range": "IN" not in condition and "shiftright" not in condition, "list": " IN (" in condition,
+            "mask": "shiftright" in condition}[form]
+    low, high = parts[0] - 130, parts[-1] + 130          # beyond either end by more than a mask word
+    kept = spark.range(low, high).withColumnRenamed("id", PART_COLUMN).where(condition)
+    assert sorted(row[0] for row in kept.collect()) == parts

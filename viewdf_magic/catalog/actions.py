@@ -130,12 +130,10 @@ class Part(Action):
         return cls(data["name"], PartMeta.from_json(data["part"]), bool(data.get("same_rows", False)))
 
     def apply(self, state: CatalogState, version: int) -> Undo:
-        meta = dataclasses.replace(self.part, changed=version, verified=version)
         target = _state(state, self.name)
         stream = state.objects[self.name].kind == "stream"
-        replaced = target.parts.get(meta.subscript)
-        if replaced is not None and self.same_rows:
-            meta = dataclasses.replace(meta, changed=replaced.changed)
+        replaced = target.parts.get(self.part.subscript)
+        meta = self.part.at_version(replaced.changed if replaced is not None and self.same_rows else version, version)
         # a recomputed view part: its old folders are garbage once no part references them
         undo = _undo_all(_undo_items([(target.parts, meta.subscript)]), _undo_fields(target, "first"),
                          _undo_append(target.sealed),

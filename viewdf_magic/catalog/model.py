@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 import re
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from pyspark.sql.types import StructType
 
@@ -82,7 +83,10 @@ class Slice:
 
 def folder_of(text: str) -> str:
     """The folder a slice's text names (the unit that is referenced, and deleted when no part references it)."""
-    return Slice.parse(text).folder
+    match = _SLICE.fullmatch(text)
+    if match is None:
+        raise ValueError(f"not a part slice: {text!r}")
+    return match["folder"]
 
 
 @dataclass(frozen=True)
@@ -123,9 +127,14 @@ class PartMeta:
         return tuple(self.rows if k == 0 else 0 for k in range(count)), (None,) * count
 
     def to_json(self) -> dict:
-        """Its fields for the catalog log (a shallow copy: ``asdict``'s deep copy cost seconds per
-        backfill of thousands of parts)."""
-        data = {name: getattr(self, name) for name in _PART_FIELDS}
+        """Its fields for the catalog log, those at their defaults left out (``from_json`` restores them): a
+        backfill commits thousands of parts in one entry, whose size and encoding time this keeps down."""
+        values = self.__dict__
+        data = dict(zip(_PART_REQUIRED, _required_values(values)))
+        optional = _optional_values(values)
+        if optional != _PART_DEFAULTS:
+            data.update((name, value) for name, value, default in zip(_PART_OPTIONAL, optional, _PART_DEFAULTS)
+                        if value != default)
         data["lineage"] = [[r.name, r.first, r.last] for r in self.lineage]
         data["how"] = self.how.value
         return data
@@ -135,16 +144,27 @@ class PartMeta:
         data = dict(data)
         data["folders"] = tuple(data["folders"])
         data["lineage"] = tuple(LineageRange(*r) for r in data["lineage"])
-        data["arrivals"] = tuple(data.get("arrivals", ()))
-        data["arrival_rows"] = tuple(data.get("arrival_rows", ()))
-        data["arrival_behind"] = tuple(data.get("arrival_behind", ()))
-        data["unique"] = tuple(tuple(columns) for columns in data.get("unique", ()))
-        data["repeated"] = tuple(tuple(columns) for columns in data.get("repeated", ()))
+        for name in ("arrivals", "arrival_rows", "arrival_behind"):
+            if name in data:
+                data[name] = tuple(data[name])
+        for name in ("unique", "repeated"):
+            if name in data:
+                data[name] = tuple(tuple(columns) for columns in data[name])
         data["how"] = ClauseKind(data["how"])
         return PartMeta(**data)
 
+    def at_version(self, changed: int, verified: int) -> "PartMeta":
+        """The same part as committed at catalog versions ``changed`` and ``verified`` (a shallow copy, as
+        ``dataclasses.replace`` makes, without its checks: a commit applies thousands of parts)."""
+        copy = object.__new__(PartMeta)
+        copy.__dict__.update(self.__dict__, changed=changed, verified=verified)
+        return copy
 
-_PART_FIELDS = tuple(f.name for f in fields(PartMeta))
+
+_PART_REQUIRED = tuple(f.name for f in fields(PartMeta) if f.default is MISSING)
+_PART_OPTIONAL = tuple(f.name for f in fields(PartMeta) if f.default is not MISSING)
+_PART_DEFAULTS = tuple(f.default for f in fields(PartMeta) if f.default is not MISSING)
+_required_values, _optional_values = itemgetter(*_PART_REQUIRED), itemgetter(*_PART_OPTIONAL)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -308,9 +307,9 @@ class Maintainer:
 
     def _may_start_run(self, step: PendingStep) -> bool:
         """Whether a range step may begin at ``step``'s part: any but an INITIALIZE part, which may too when
-        INITIALIZE is the UPDATE query (the run then computes it as UPDATE would, and records it as INITIALIZE)."""
-        return step.how is not ClauseKind.INITIALIZE or (self.compiled(step.view).initialize_is_update
-                                                          and self.range_plan(step.view).how is ClauseKind.UPDATE)
+        INITIALIZE is the query the run computes (UPDATE's, or a running sum's RECOMPUTE: the run computes the
+        part as INITIALIZE would, and records it as INITIALIZE)."""
+        return step.how is not ClauseKind.INITIALIZE or self.range_plan(step.view).takes_initialize
 
     def _takes_range_step(self, step: PendingStep) -> bool:
         """Whether ``_advance`` computes more than ``step``'s part (a range step); only the run's first two
@@ -350,15 +349,16 @@ class Maintainer:
                            first, streamed)
         run: list[PendingStep] = []
         subscript = step.subscript
-        while len(run) < most and subscript * definition.length < horizon:
-            if ranged.how is ClauseKind.UPDATE and view.clause(subscript, True)[0] is not ClauseKind.UPDATE:
-                break
-            refs = self.timeline.resolve(ranged.query, definition, subscript)
-            if not all(self.timeline.available(ref, definition) for ref in refs) or not budget.admits(refs):
-                break
-            how = step.how if subscript == step.subscript else ranged.how       # the first may be INITIALIZE
-            run.append(PendingStep(definition, subscript, how, ranged.query, refs, True))
-            subscript += 1
+        with self.timeline.unchanging():
+            while len(run) < most and subscript * definition.length < horizon:
+                if ranged.how is ClauseKind.UPDATE and view.clause(subscript, True)[0] is not ClauseKind.UPDATE:
+                    break
+                refs = self.timeline.resolve(ranged.query, definition, subscript)
+                if not all(self.timeline.available(ref, definition) for ref in refs) or not budget.admits(refs):
+                    break
+                how = step.how if subscript == step.subscript else ranged.how       # the first may be INITIALIZE
+                run.append(PendingStep(definition, subscript, how, ranged.query, refs, True))
+                subscript += 1
         return run
 
     def repair_run(self, run: list[PendingStep], previous: dict[int, PartMeta]) -> list[StepReport]:
@@ -402,14 +402,28 @@ class Maintainer:
         seconds = (time.perf_counter() - started) / len(run)
         if folder:
             self._range_pace[definition.key] = seconds
+        with self.timeline.unchanging():
+            actions, reports = self._record_range(run, written, folder, seconds, fusions, previous)
+        if previous is not None and folder and not any(isinstance(action, Part) and action.part.folders
+                                                       for action in actions):    # every part came out the same
+            self.store.fs.delete(folder)
+        self.catalog.commit(actions)
+        self.history.extend(reports)
+        return reports
+
+    def _record_range(self, run: list[PendingStep], written: dict[int, dict[str | None, Counted]], folder: str,
+                      seconds: float, fusions: Sequence[Fusion], previous: dict[int, PartMeta] | None
+                      ) -> tuple[list[Action], list[StepReport]]:
+        """The catalog entries and reports of a range step's parts, as ``compute_range`` says."""
+        definition = run[0].view
         first, last = run[0].subscript, run[-1].subscript
-        reports: list[StepReport] = []
         actions: list[Action] = []
+        reports: list[StepReport] = []
         for step in run:
             counted = written.get(step.subscript, {})
             lineage = self.timeline.lineage(step.refs, (definition.key, step.subscript - 1))
-            meta, report = self.writer.recorded(step, counted.get(None), folder, (first, last), seconds, lineage)
-            report = dataclasses.replace(report, span=(first, last))
+            meta, report = self.writer.recorded(step, counted.get(None), folder, (first, last), seconds, lineage,
+                                                ranged=True)
             if previous is None:
                 action: Action = Part(definition.key, meta)
             else:
@@ -419,15 +433,11 @@ class Maintainer:
         for fusion in fusions:
             for step in run:
                 fused, fused_report = self.writer.fused_part(fusion, definition, step.subscript,
-                                                             written.get(step.subscript, {}), folder, (first, last))
+                                                             written.get(step.subscript, {}), folder, (first, last),
+                                                             ranged=True)
                 actions.append(Part(fusion.view.key, fused))
-                reports.append(dataclasses.replace(fused_report, span=(first, last)))
-        if previous is not None and folder and not any(isinstance(action, Part) and action.part.folders
-                                                       for action in actions):    # every part came out the same
-            self.store.fs.delete(folder)
-        self.catalog.commit(actions)
-        self.history.extend(reports)
-        return reports
+                reports.append(fused_report)
+        return actions, reports
 
     def batch_fusions(self, stream: ObjectDef) -> list[Fusion]:
         """The views to write with ``stream``'s next batch (``Fuser.batch_fusions``), unless their latest step

@@ -34,7 +34,7 @@ from pyspark.sql import functions as F
 from ..catalog.catalog import Catalog
 from ..catalog.model import PART_TIMESTAMP, ObjectDef
 from ..language.lifting import INPUT_PART, lift
-from ..language.queries import CompiledQuery, RefKind
+from ..language.queries import CompiledQuery, RefKind, same_query
 from ..language.statements import ClauseKind
 from ..storage.parts import Counted, PartStore
 from ..storage.slices import PART_COLUMN
@@ -119,6 +119,7 @@ class RangePlan:
     reaches: dict[str, Reach] = field(default_factory=dict)    # placeholder -> the parts it reads for part j
     reason: str = ""
     joined: frozenset[str] = frozenset()    # prefix placeholders read once per run, joined on their first step
+    takes_initialize: bool = False    # INITIALIZE is ``query``: a run may begin at the first part (recorded as it)
 
     @property
     def lifted(self) -> bool:
@@ -198,7 +199,8 @@ def plan_query(view: CompiledView, query: CompiledQuery, how: ClauseKind, catalo
     lifted = query.analysed(("lift", inputs, prefixes), lambda tree: lift(tree, inputs, prefixes))
     if lifted.sql is None:
         return RangePlan(reason=f"its {how.label} query cannot be lifted to many parts: {lifted.reason}")
-    return RangePlan(how, how, query, lifted.sql, reaches, joined=lifted.joined)
+    return RangePlan(how, how, query, lifted.sql, reaches, joined=lifted.joined,
+                     takes_initialize=same_query(view.initialize, query))
 
 
 def paced_parts(seconds_per_part: float | None) -> int:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from functools import cached_property
+from typing import Callable
 
 import pandas as pd
 
 from ..catalog.model import LineageRange
 from ..language.statements import ClauseKind
+from ..timeparts import part_start
 from ..wording import plural
 
 
@@ -34,23 +36,42 @@ class ReferenceReport:
 
 @dataclass(frozen=True)
 class StepReport:
-    """What one maintenance step did."""
+    """What one maintenance step did. What it read (``sql``, ``references``) is resolved when first asked
+    for, from the catalog as it is then: a range step records thousands of parts, of which a user sees few
+    (a STEP's reports of a few parts, the history's last HISTORY_SIZE)."""
 
     view: str
     subscript: int
-    part_timestamp: pd.Timestamp
+    length: int                   # the view's partition length, seconds
     how: ClauseKind               # the clause that computed the part
     rows: int
     seconds: float
     lineage: tuple[LineageRange, ...]
-    sql: str                      # the query with partition references resolved
-    references: Sequence[ReferenceReport] = ()
+    reads: Callable[[], tuple[str, tuple[ReferenceReport, ...]]] = field(compare=False, repr=False)
     plan: str | None = None       # Spark physical plan, when asked for
     loader: Callable[[int], pd.DataFrame] | None = field(default=None, compare=False, repr=False)
     repair: str = ""              # after late data: "changed" or "unchanged" (the same rows as the stored part)
     span: tuple[int, int] | None = None   # a range step: the first and last part it computed together
     fused_into: str = ""          # a fused part: the source part whose Spark job wrote it, e.g. Helper[5]
     discarded: str = ""           # why the guarded UPDATE's attempt at the part was discarded, e.g. M[5] repeats (k)
+
+    @property
+    def part_timestamp(self) -> pd.Timestamp:
+        return part_start(self.subscript, self.length)
+
+    @cached_property
+    def _resolved(self) -> tuple[str, tuple[ReferenceReport, ...]]:
+        return self.reads()
+
+    @property
+    def sql(self) -> str:
+        """The query with partition references resolved."""
+        return self._resolved[0]
+
+    @property
+    def references(self) -> tuple[ReferenceReport, ...]:
+        """Each partition reference of the query, resolved to the parts it read."""
+        return self._resolved[1]
 
     def preview(self, limit: int = 5) -> pd.DataFrame | None:
         """The first rows of the part this step produced (read on demand)."""

@@ -8,8 +8,9 @@ comparison for every part V[j]'s query names.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from ..catalog.catalog import Catalog
 from ..catalog.model import CATALOG_DEFINITION, LineageRange, ObjectDef
@@ -64,10 +65,31 @@ class Timeline:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        self._starts: dict[str, int | None] | None = None
+
+    @contextmanager
+    def unchanging(self) -> Iterator[None]:
+        """A block in which the catalog does not change: each object's first part is found once (a run of
+        thousands of parts resolves the same references for each)."""
+        if self._starts is not None:
+            yield
+            return
+        self._starts = {}
+        try:
+            yield
+        finally:
+            self._starts = None
 
     def start(self, definition: ObjectDef) -> int | None:
         """The first part subscript of a stream or view (None while unknown). A view without a
         fixed start begins with its earliest source, so late rows before it move it back."""
+        if self._starts is None:
+            return self._start(definition)
+        if definition.key not in self._starts:
+            self._starts[definition.key] = self._start(definition)
+        return self._starts[definition.key]
+
+    def _start(self, definition: ObjectDef) -> int | None:
         state = self.catalog.state(definition.name)
         if definition.kind == "stream":
             return state.first

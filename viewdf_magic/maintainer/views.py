@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, fields, replace
-from functools import cached_property
 from typing import Callable, cast
 
 from pyspark.errors import PySparkException
@@ -14,8 +13,7 @@ from pyspark.sql.types import StructField, StructType
 from ..catalog.catalog import Catalog
 from ..catalog.model import CATALOG_VIEW, PART_TIMESTAMP, ObjectDef
 from ..language.parser import parse
-from ..language.queries import (CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query, compile_references,
-                                same_query)
+from ..language.queries import (CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query, compile_references)
 from ..language.source import Fragment
 from ..language.statements import ClauseKind, CreateViewDF, DeltaQuery
 from .execute import QueryRunner
@@ -59,11 +57,6 @@ class CompiledView(ViewClauses):
         if (self.definition.id, self.definition.definition) != (definition.id, definition.definition):
             return None
         return self if self.definition == definition else replace(self, definition=definition)
-
-    @cached_property
-    def initialize_is_update(self) -> bool:
-        """Whether INITIALIZE computes a part as UPDATE would (the first part may then join a range step)."""
-        return same_query(self.initialize, self.update)
 
     def clause(self, subscript: int, has_parts: bool,
                unique: Callable[[CompiledQuery, tuple[str, ...]], bool] | None = None) -> tuple[ClauseKind, CompiledQuery]:

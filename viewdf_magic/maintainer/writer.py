@@ -6,6 +6,7 @@ recorded here too (``recorded``)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections import deque
 from typing import Callable, Sequence
@@ -227,7 +228,7 @@ class PartWriter:
     def _preview_loader(self, definition: ObjectDef, subscript: int) -> Callable[[int], pd.DataFrame]:
         return PartPreview(self.catalog, self.store, definition, subscript)
 
-    def reference_reports(self, step: PendingStep) -> list[ReferenceReport]:
+    def reference_reports(self, step: PendingStep) -> tuple[ReferenceReport, ...]:
         reports = []
         for ref in step.refs:
             if ref.first is None or ref.last is None:
@@ -238,32 +239,38 @@ class PartWriter:
             length = ref.definition.length
             reports.append(ReferenceReport(ref.binding.text, ref.text, part_start(ref.first, length),
                                            part_start(ref.last, length), rows))
-        return reports
+        return tuple(reports)
+
+    def _reads(self, step: PendingStep) -> tuple[str, tuple[ReferenceReport, ...]]:
+        return resolved_sql(step.query, step.refs), self.reference_reports(step)
 
     def recorded(self, step: PendingStep, counted: Counted | None, folder: str, span: tuple[int, int],
-                  seconds: float, lineage: tuple, column: str | None = None,
-                  folders: tuple[str, ...] | None = None) -> tuple[PartMeta, StepReport]:
+                 seconds: float, lineage: tuple, column: str | None = None,
+                 folders: tuple[str, ...] | None = None, ranged: bool = False, fused_into: str = ""
+                 ) -> tuple[PartMeta, StepReport]:
         """The catalog entry and the report of a part that a write stored as ``counted`` in ``folder`` (or,
-        given ``folders``, that is those slices)."""
+        given ``folders``, that is those slices); ``ranged``: a range step computed the parts of ``span``;
+        ``fused_into``: the source part whose job wrote it."""
         definition, subscript = step.view, step.subscript
         rows, checksum = (counted.rows, counted.checksum) if counted is not None else (0, EMPTY_CHECKSUM)
         if folders is None:
             folders = (Slice(folder, subscript, span[0], span[1], column).text,) if rows else ()
         meta = PartMeta(subscript, rows, folders, seconds, lineage, time.time(), step.how, checksum)
-        report = StepReport(definition.name, subscript, part_start(subscript, definition.length), step.how, rows,
-                            seconds, lineage, resolved_sql(step.query, step.refs), self.reference_reports(step),
-                            None, self._preview_loader(definition, subscript))
+        report = StepReport(definition.name, subscript, definition.length, step.how, rows, seconds, lineage,
+                            functools.partial(self._reads, step), None, self._preview_loader(definition, subscript),
+                            span=span if ranged else None, fused_into=fused_into)
         return meta, report
 
     def fused_part(self, fusion: Fusion, source: ObjectDef, subscript: int, written: dict[str | None, Counted],
-                   folder: str, span: tuple[int, int]) -> tuple[PartMeta, StepReport]:
-        """A fused view's part ``subscript``, written with ``source``'s (``written``: what the write held of it)."""
+                   folder: str, span: tuple[int, int], ranged: bool = False) -> tuple[PartMeta, StepReport]:
+        """A fused view's part ``subscript``, written with ``source``'s (``written``: what the write held of it;
+        ``ranged``: in a range step of the parts of ``span``)."""
         how, query = fusion.hows[subscript]
         refs = self.timeline.resolve(query, fusion.view, subscript)
         step = PendingStep(fusion.view, subscript, how, query, refs, True)
         lineage = self.timeline.lineage(refs, (source.key, span[1]))
-        meta, report = self.recorded(step, written.get(fusion.column), folder, span, 0.0, lineage, fusion.column)
-        return meta, dataclasses.replace(report, fused_into=f"{source.name}[{subscript}]")
+        return self.recorded(step, written.get(fusion.column), folder, span, 0.0, lineage, fusion.column,
+                             ranged=ranged, fused_into=f"{source.name}[{subscript}]")
 
 
 def _facts(checks: list[tuple[ResolvedRef, int, tuple[str, ...], Observation]]) -> tuple[KeyFacts, ...] | None:

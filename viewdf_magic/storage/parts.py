@@ -33,6 +33,8 @@ from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 # jobs). At 100,000, a Nexmark q4 step's join over an 18,000-row part ran on one core and took longer
 # (docs/benchmarks.md, "Small reads as one task").
 SINGLE_TASK_ROWS = 10_000
+FILTER_LIST_PARTS = 64       # a read of more scattered parts than this filters them by a bit mask (part_filter)
+MASK_BITS = 63               # parts per BIGINT word of that mask (its sign bit unused)
 
 
 def one_task_if_small(frame: DataFrame, rows: int) -> DataFrame:
@@ -129,6 +131,25 @@ Embedded = tuple[tuple[str, StructType], ...]      # (struct column, the embedde
 HASH_COLUMN = "__hash"       # a run's stored row hashes: of the part's own row; ``<struct column>__hash`` of its rows
 
 
+def part_filter(parts: list[int]) -> str:
+    """A SQL condition true exactly for rows whose PART_COLUMN is one of ``parts`` (sorted): a range when they
+    are consecutive, a list when they are few, else a bit mask of the range's parts (a list of thousands of
+    literals costs Spark a fifth of a second to parse each time a plan holding it is analysed, and filters
+    slower). One SQL expression, not a Column per part: thousands of parts would be thousands of JVM calls."""
+    first, last = parts[0], parts[-1]
+    within = f"({PART_COLUMN} >= {first}) AND ({PART_COLUMN} <= {last})"
+    if last - first + 1 == len(parts):
+        return within
+    if len(parts) <= FILTER_LIST_PARTS:
+        return f"{PART_COLUMN} IN ({', '.join(map(str, parts))})"
+    words = [0] * ((last - first) // MASK_BITS + 1)
+    for part in parts:
+        words[(part - first) // MASK_BITS] |= 1 << ((part - first) % MASK_BITS)
+    offset = f"({PART_COLUMN} - {first})"
+    return (f"CASE WHEN {within} THEN shiftright(element_at(array({', '.join(map(str, words))}), "       # in range
+            f"CAST({offset} DIV {MASK_BITS} AS INT) + 1), CAST({offset} % {MASK_BITS} AS INT)) & 1 = 1 ELSE false END")
+
+
 class PartStore:
     """Reads and writes part folders; can keep the most recently written parts in memory
     (``cache_size``, off by default: see docs/benchmarks.md)."""
@@ -198,10 +219,7 @@ class PartStore:
             # would compile new code (50-100 ms at 1M rows; docs/benchmarks.md)
             return frame.drop(PART_COLUMN)
         sources = sorted(scan.targets)
-        contiguous = sources[-1] - sources[0] + 1 == len(sources)
-        # one SQL expression each, not a Column per part: thousands of parts would be thousands of JVM calls
-        frame = frame.where(f"({PART_COLUMN} >= {sources[0]}) AND ({PART_COLUMN} <= {sources[-1]})" if contiguous
-                            else f"{PART_COLUMN} IN ({', '.join(map(str, sources))})")
+        frame = frame.where(part_filter(sources))
         if scan.restamped:
             targets = (f"CAST(map_from_arrays(array({', '.join(map(str, sources))}), array("
                        + ", ".join(f"array({', '.join(map(str, scan.targets[s]))})" for s in sources)
