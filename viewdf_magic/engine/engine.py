@@ -184,6 +184,7 @@ class Engine:
     def _refresh(self) -> None:
         if self.catalog.refresh():       # another process committed: forget what it may have replaced
             self.store.cache.clear()
+            self.store.forget_plans()
 
     @property
     def maintenance(self) -> str:
@@ -326,8 +327,9 @@ class Engine:
         return f"{definition.name} is not ready: its next part {stamp} waits for {missing}"
 
     def close(self) -> None:
-        """Drop cached parts. The SparkSession is left running."""
+        """Drop cached parts and read plans. The SparkSession is left running."""
         self.store.cache.clear()
+        self.store.forget_plans()
 
     def require(self, name: str, kinds: tuple[str, ...], statement: st.Statement | None = None,
                  at: st.Name | None = None) -> ObjectDef:
@@ -398,6 +400,7 @@ class Engine:
         with RECOMPUTE itself) (maintainer/verification.py); else one part at a time."""
         view = self.maintainer.compiled(definition)
         timeline, ranges = self.maintainer.timeline, self.maintainer.ranges
+        self.store.forget_plans()       # read the files as they are now (a plan holds the listing it was made with)
         try:
             # a translation's search over the history first: lifting it would repeat the history for every part
             history = recompute_runs(definition, self.catalog, self.spark) if subscripts and view.recompute else None

@@ -23,6 +23,7 @@ from ..storage.spark_errors import SPARK_ERRORS, spark_error
 from .timeline import ResolvedRef, check_retained, existing
 
 PREFIX_CACHE_SIZE = 256
+OPEN_QUERY = " FROM (\n"        # where conform_prefix's SELECT list ends and the query starts
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,12 @@ class QueryRunner:
         return state is None or not self.store.with_rows(state, existing(ref.subscripts, state.parts))
 
     def bind(self, query: CompiledQuery, refs: list[ResolvedRef], frames: dict[str, DataFrame] | None = None,
-             context: str = "", schema: StructType | None = None, clause: str = "") -> BoundQuery:
+             context: str = "", schema: StructType | None = None, clause: str = "", extra: str = "") -> BoundQuery:
         """``query``'s DataFrame, analysed now; ``frames`` overrides the data of some placeholders.
 
         With ``schema``, the output is matched to it by position and cast (PART_TIMESTAMP
-        dropped). That happens in SQL around the query, so Spark's positions for errors
+        dropped), and ``extra`` (SQL select items) is added after it. That happens in SQL around the query, so
+        Spark's positions for errors
         raised later, while an action runs the query (``BoundQuery.running``), still point into
         the user's text. The placeholders' temp views exist only while the query is analysed."""
         if frames is None:
@@ -99,6 +101,8 @@ class QueryRunner:
                     result = sql(query.sql)
                 else:
                     prefix, columns = self._conformed(sql, query, named, schema, clause)
+                    if extra:
+                        prefix = f"{prefix.removesuffix(OPEN_QUERY)}, {extra}{OPEN_QUERY}"
                     shift = len(prefix)
                     result = sql(f"{prefix}{query.sql}\n) AS __vdf_output({columns})")
             except SPARK_ERRORS as exc:
@@ -173,7 +177,7 @@ def conform_prefix(output: StructType, schema: StructType, query: CompiledQuery,
         + f" AS {backquote(field.name)}" for k, field in zip(keep, schema.fields))
     if carried:
         casts += f", _c{last} AS {backquote(carried)}"
-    return f"SELECT {casts} FROM (\n"
+    return f"SELECT {casts}{OPEN_QUERY}"
 
 
 def explain_text(frame: DataFrame, mode: str = "formatted") -> str:

@@ -74,17 +74,17 @@ class PartWriter:
                                 folders=previous_part.folders)
         self.catalog.flush()      # parts recorded without a job so far are published before this one
         bound = self.runner.bind(query, refs, context=f"computing {definition.name}[{subscript}] ({how.label})",
-                                 schema=definition.schema, clause=how.label)
-        frame, checks = self.checking(step, bound.frame)
+                                 schema=definition.schema, clause=how.label,
+                                 extra=self.store.stamp_columns(definition, subscript))
+        stamped, checks = self.checking(step, bound.frame)
         with bound.running():
-            stamped = self.store.stamp(definition, subscript, frame)
             fused = None
             if fusions:
                 try:
                     fused = embed(list(fusions), self.runner, stamped)
                 except SPARK_ERRORS:       # a fused view's error: it is reported when that view steps alone
                     fused = None
-            plan_text = explain_text(frame) if plan else None
+            plan_text = explain_text(stamped) if plan else None
 
         def write() -> Written:
             with bound.running():

@@ -9,6 +9,7 @@ names it is committed. Row counts and content hashes are observed inside the wri
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -35,6 +36,10 @@ from .slices import PART_COLUMN, Scan, Wanted, plan_scans
 SINGLE_TASK_ROWS = 10_000
 FILTER_LIST_PARTS = 64       # a read of more scattered parts than this filters them by a bit mask (part_filter)
 MASK_BITS = 63               # parts per BIGINT word of that mask (its sign bit unused)
+# Read plans kept by PartStore.read_parts (DataFrames, not data). Building one costs several JVM round trips
+# and analyses (a folder listing, a filter, a projection: 60-90 ms on these machines), and a part stepped part
+# by part is read by every view over it; a part's folders never change once written, so a plan stays right.
+READ_PLANS = 256
 
 
 def one_task_if_small(frame: DataFrame, rows: int) -> DataFrame:
@@ -162,6 +167,8 @@ class PartStore:
         # Built once per schema: each Column is a py4j call, and they add up to tens of ms per step
         self._metrics: dict[tuple, list[Column]] = {}
         self._empties: dict[str, DataFrame] = {}
+        self._plans: OrderedDict[tuple, DataFrame] = OrderedDict()     # read_parts' plans, by folders read
+        self._plans_lock = threading.Lock()                            # concurrent steps read in threads
 
     # -- reading -------------------------------------------------------------------------
     def empty(self, definition: ObjectDef) -> DataFrame:
@@ -186,9 +193,24 @@ class PartStore:
             return self.cache[(definition.id, wanted[0])]
         if not wanted:
             return self.empty(definition)
-        return one_task_if_small(self.read_slices(definition, [Wanted(Slice.parse(text), s) for s in wanted
-                                                               for text in state.parts[s].folders]),
-                                 sum(state.parts[s].rows for s in wanted))
+        key = (definition.id, stored_schema(definition).json(), tuple((s, state.parts[s].folders) for s in wanted))
+        with self._plans_lock:
+            if key in self._plans:
+                self._plans.move_to_end(key)
+                return self._plans[key]
+        frame = one_task_if_small(self.read_slices(definition, [Wanted(Slice.parse(text), s) for s in wanted
+                                                                for text in state.parts[s].folders]),
+                                  sum(state.parts[s].rows for s in wanted))
+        with self._plans_lock:
+            self._plans[key] = frame
+            while len(self._plans) > READ_PLANS:
+                self._plans.popitem(last=False)
+        return frame
+
+    def forget_plans(self) -> None:
+        """Drop the kept read plans (their folders may be gone: a vacuum, another process's commit)."""
+        with self._plans_lock:
+            self._plans.clear()
 
     def read_slices(self, definition: ObjectDef, wanted: list[Wanted]) -> DataFrame:
         """The rows of the given slices, each stamped as the part it is read for."""
@@ -265,10 +287,12 @@ class PartStore:
         if not self.fs.list(owner):
             self.fs.delete(owner)
 
-    def stamp(self, definition: ObjectDef, subscript: int, frame: DataFrame) -> DataFrame:
-        """``frame`` (the view's columns) with its part's PART_TIMESTAMP and part number."""
-        return frame.withColumns({PART_TIMESTAMP: part_stamp(subscript * definition.length),     # one analysis
-                                  PART_COLUMN: F.expr(f"CAST({_constant(subscript)} AS BIGINT)")})
+    @staticmethod
+    def stamp_columns(definition: ObjectDef, subscript: int) -> str:
+        """SQL select items for a part's PART_TIMESTAMP and part number, to add after the view's columns (in the
+        query's own SELECT: a DataFrame's withColumns would be one more analysis of the whole query)."""
+        return (f"timestamp_seconds({_constant(subscript * definition.length)}) AS {backquote(PART_TIMESTAMP)}, "
+                f"CAST({_constant(subscript)} AS BIGINT) AS {backquote(PART_COLUMN)}")
 
     @staticmethod
     def stamp_run(definition: ObjectDef, frame: DataFrame) -> DataFrame:
