@@ -93,9 +93,14 @@ def _constant(value: int) -> str:
     return f"element_at(array({value}), 1 + 0 * spark_partition_id())"
 
 
+def part_stamp_sql(seconds: int) -> str:
+    """SQL for a part's PART_TIMESTAMP (its start, epoch ``seconds``) that does not enter generated code."""
+    return f"timestamp_seconds({_constant(seconds)})"
+
+
 def part_stamp(seconds: int) -> Column:
-    """A part's PART_TIMESTAMP (its start, epoch ``seconds``) as a column that does not enter generated code."""
-    return F.expr(f"timestamp_seconds({_constant(seconds)})")
+    """``part_stamp_sql`` as a column."""
+    return F.expr(part_stamp_sql(seconds))
 
 
 def stored_schema(definition: ObjectDef) -> StructType:
@@ -208,7 +213,8 @@ class PartStore:
         return frame
 
     def forget_plans(self) -> None:
-        """Drop the kept read plans (their folders may be gone: a vacuum, another process's commit)."""
+        """Drop the kept read plans: each holds the file listing it was made with (VERIFY reads the files as they
+        are now; another process's commit may have replaced parts)."""
         with self._plans_lock:
             self._plans.clear()
 
@@ -291,7 +297,7 @@ class PartStore:
     def stamp_columns(definition: ObjectDef, subscript: int) -> str:
         """SQL select items for a part's PART_TIMESTAMP and part number, to add after the view's columns (in the
         query's own SELECT: a DataFrame's withColumns would be one more analysis of the whole query)."""
-        return (f"timestamp_seconds({_constant(subscript * definition.length)}) AS {backquote(PART_TIMESTAMP)}, "
+        return (f"{part_stamp_sql(subscript * definition.length)} AS {backquote(PART_TIMESTAMP)}, "
                 f"CAST({_constant(subscript)} AS BIGINT) AS {backquote(PART_COLUMN)}")
 
     @staticmethod
