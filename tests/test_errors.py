@@ -168,6 +168,13 @@ VIEW_ERRORS = {
                                       "UPDATE V[j] AS SELECT src FROM M[j]", "V[i-1]", ["INITIALIZE cannot read"]),
     "UPDATE column count": ("CREATE VIEW V AS INITIALIZE V[i] AS SELECT src, dest FROM M[i]\n"
                             "UPDATE V[j] AS SELECT src FROM M[j]", "SELECT src FROM", ["UPDATE returns 1 columns"]),
+    "UPDATE column types": ("CREATE VIEW V AS INITIALIZE V[i] AS SELECT src FROM M[i]\n"
+                            "UPDATE V[j] AS SELECT array(src) AS src FROM M[j]", "SELECT array",
+                            ["UPDATE column types do not match INITIALIZE's", "ARRAY<STRING>"]),
+    # UPDATE is INITIALIZE's query, so only RECOMPUTE is analysed after it
+    "RECOMPUTE column types": ("CREATE VIEW V AS INITIALIZE V[i] AS SELECT src FROM M[i]\n"
+                               "UPDATE V[j] AS SELECT src FROM M[j]\nRECOMPUTE V[j] AS SELECT array(src) FROM M[j]",
+                               "SELECT array", ["RECOMPUTE column types do not match INITIALIZE's", "ARRAY<STRING>"]),
     "view without a stream": ("CREATE VIEW V AS INITIALIZE V[i] AS SELECT * FROM owners\n"
                               "UPDATE V[j] AS SELECT * FROM owners", "V AS", ["at least one stream"]),
 }
@@ -176,6 +183,18 @@ VIEW_ERRORS = {
 @pytest.mark.parametrize("text,needle,phrases", VIEW_ERRORS.values(), ids=VIEW_ERRORS.keys())
 def test_view_definition_errors(loaded, text, needle, phrases):
     fails(loaded, text, needle, *phrases)
+
+
+def test_a_views_columns_take_the_wider_type_of_initialize_and_update(warehouse):
+    """UPDATE widens INITIALIZE's column types; RECOMPUTE is only checked against them."""
+    warehouse.execute(PAPER_DDL.split(";")[0] + """;
+        CREATE VIEW Wide AS INITIALIZE Wide[i] AS SELECT src, 1 AS n FROM M[i]
+        UPDATE Wide[j] AS SELECT src, CAST(2 AS BIGINT) AS n FROM M[j];
+        CREATE VIEW Same AS INITIALIZE Same[i] AS SELECT src, 1 AS n FROM M[i]
+        UPDATE Same[j] AS SELECT src, 1 AS n FROM M[j]
+        RECOMPUTE Same[j] AS SELECT src, CAST(1 AS DOUBLE) AS n FROM M[j]""")
+    assert warehouse.catalog.get("Wide").schema.simpleString() == "struct<src:string,n:bigint>"
+    assert warehouse.catalog.get("Same").schema.simpleString() == "struct<src:string,n:int>"
 
 
 def test_view_failing_at_run_time_is_not_created(warehouse):

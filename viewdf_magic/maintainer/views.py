@@ -13,7 +13,8 @@ from pyspark.sql.types import StructField, StructType
 from ..catalog.catalog import Catalog
 from ..catalog.model import CATALOG_VIEW, PART_TIMESTAMP, ObjectDef
 from ..language.parser import parse
-from ..language.queries import (CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query, compile_references)
+from ..language.queries import (CompiledQuery, Lookup, ObjectKind, RefKind, Scope, compile_query, compile_references,
+                                same_query)
 from ..language.source import Fragment
 from ..language.statements import ClauseKind, CreateViewDF, DeltaQuery
 from .execute import QueryRunner
@@ -262,7 +263,14 @@ class ViewDefiner:
 
     def _infer_schema(self, initialize: CompiledQuery, update: CompiledQuery,
                       recompute: CompiledQuery | None, draft: ObjectDef) -> StructType:
+        """INITIALIZE's columns, widened to UPDATE's and RECOMPUTE's types. A clause that is INITIALIZE's query
+        (``same_query``: neither then reads the view's own parts) has its output, and is not analysed again."""
         schema = self._view_schema(self._analyze(initialize, draft, ClauseKind.INITIALIZE), initialize)
+        if same_query(initialize, update):
+            if recompute is not None and not same_query(initialize, recompute):
+                self._widen(schema, self._analyze(recompute, replace(draft, schema_json=schema.json()),
+                                                  ClauseKind.RECOMPUTE), recompute, ClauseKind.RECOMPUTE)
+            return schema
         for _ in range(4):
             view = replace(draft, schema_json=schema.json())
             updated = self._analyze(update, view, ClauseKind.UPDATE)
@@ -292,6 +300,8 @@ class ViewDefiner:
             raise query.rewritten.error(
                 f"{clause.label} returns {len(fields)} columns ({names}) but INITIALIZE returns "
                 f"{len(schema.fields)} ({', '.join(schema.fieldNames())}); columns are matched by position")
+        if [f.dataType for f in fields] == [f.dataType for f in schema.fields]:
+            return schema       # a union of equal types is that type (``schema``'s columns are all nullable)
         spark = self.runner.spark
         left = spark.createDataFrame([], schema)
         right = spark.createDataFrame([], StructType([StructField(s.name, f.dataType, True)
