@@ -263,22 +263,18 @@ class ViewDefiner:
 
     def _infer_schema(self, initialize: CompiledQuery, update: CompiledQuery,
                       recompute: CompiledQuery | None, draft: ObjectDef) -> StructType:
-        """INITIALIZE's columns, widened to UPDATE's and RECOMPUTE's types. A clause that is INITIALIZE's query
-        (``same_query``: neither then reads the view's own parts) has its output, and is not analysed again."""
+        """INITIALIZE's columns, widened to UPDATE's types; RECOMPUTE's are checked against them. A clause that
+        is INITIALIZE's query (``same_query``: neither then reads the view's own parts) has INITIALIZE's output,
+        which the view's columns hold already, and is not analysed again."""
         schema = self._view_schema(self._analyze(initialize, draft, ClauseKind.INITIALIZE), initialize)
-        if same_query(initialize, update):
-            if recompute is not None and not same_query(initialize, recompute):
-                self._widen(schema, self._analyze(recompute, replace(draft, schema_json=schema.json()),
-                                                  ClauseKind.RECOMPUTE), recompute, ClauseKind.RECOMPUTE)
-            return schema
-        for _ in range(4):
+        for _ in range(0 if same_query(initialize, update) else 4):
             view = replace(draft, schema_json=schema.json())
             updated = self._analyze(update, view, ClauseKind.UPDATE)
             widened = self._widen(schema, updated, update, ClauseKind.UPDATE)
             if widened == schema:
                 break
             schema = widened
-        if recompute is not None:
+        if recompute is not None and not same_query(initialize, recompute):
             self._widen(schema, self._analyze(recompute, replace(draft, schema_json=schema.json()),
                                               ClauseKind.RECOMPUTE), recompute, ClauseKind.RECOMPUTE)
         return schema
