@@ -64,23 +64,35 @@ def due_part(query: str, micros: int, windows: Windows) -> int:
 
 
 class Feeder(threading.Thread):
-    """Makes part ``subscripts[k]`` arrive at ``start + k * period`` (seconds): each stream's file linked from
-    ``source(stream, subscript)`` to ``target(stream, subscript)``. ``arrived`` holds each part's arrival
-    (epoch seconds)."""
+    """Makes the parts ``subscripts`` arrive: the first ``backlog`` of them at once, when ``deliver_backlog`` is
+    called (a history every system takes in before the clock starts), then part ``subscripts[backlog + k]`` at
+    ``start + k * period`` (seconds). A part arrives when each stream's file is linked from ``source(stream,
+    subscript)`` to ``target(stream, subscript)``. ``arrived`` holds each part's arrival (epoch seconds)."""
 
     def __init__(self, subscripts: tuple[int, ...], period: float, source: Callable[[str, int], str],
-                 target: Callable[[str, int], str]) -> None:
+                 target: Callable[[str, int], str], backlog: int = 0) -> None:
         super().__init__(daemon=True)
+        if not 0 <= backlog < len(subscripts):
+            raise ValueError(f"a backlog of {backlog} parts leaves none of the {len(subscripts)} parts to follow")
         self.subscripts, self.period, self.source, self.target = subscripts, period, source, target
+        self.backlog = backlog
         self.arrived: dict[int, float] = {}
+
+    def deliver_backlog(self) -> None:
+        """Make the backlog's parts arrive now."""
+        for subscript in self.subscripts[:self.backlog]:
+            self._link(subscript)
 
     def run(self) -> None:
         start = time.time()
-        for index, subscript in enumerate(self.subscripts):
+        for index, subscript in enumerate(self.subscripts[self.backlog:]):
             time.sleep(max(0.0, start + index * self.period - time.time()))
-            for stream in STREAMS:
-                os.link(self.source(stream, subscript), self.target(stream, subscript))
-            self.arrived[subscript] = time.time()
+            self._link(subscript)
+
+    def _link(self, subscript: int) -> None:
+        for stream in STREAMS:
+            os.link(self.source(stream, subscript), self.target(stream, subscript))
+        self.arrived[subscript] = time.time()
 
     def wait_for(self, subscript: int) -> None:
         """Return once part ``subscript`` has arrived; raise if the feeder stopped before it."""
@@ -106,45 +118,60 @@ def _arrival_folders(folder: str) -> None:
         os.makedirs(os.path.join(folder, stream), exist_ok=True)
 
 
-def _parquet_feeder(files: PartFiles, folder: str, period: float) -> tuple[PartFiles, Feeder]:
-    """Parts of ``files`` arriving in ``folder`` (same names), one per ``period``."""
+def _parquet_feeder(files: PartFiles, folder: str, period: float, backlog: int) -> tuple[PartFiles, Feeder]:
+    """Parts of ``files`` arriving in ``folder`` (same names): a ``backlog`` of them at once, then one per
+    ``period``."""
     _arrival_folders(folder)
     arrived = PartFiles(folder, files.part_seconds, files.subscripts)
-    return arrived, Feeder(files.subscripts, period, files.path, arrived.path)
+    return arrived, Feeder(files.subscripts, period, files.path, arrived.path, backlog)
 
 
 def follow_viewdf(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str, period: float,
-                  cpu: Callable[[], float]) -> Followed:
+                  cpu: Callable[[], float], backlog: int = 0) -> Followed:
     """LOAD what has arrived (AUTO maintenance: each LOAD computes the view parts it makes ready), and again
-    until every part is in."""
+    until every part is in; the ``backlog``'s parts are loaded in one call before the clock starts."""
     warehouse = Warehouse(os.path.join(folder, "warehouse"), spark=spark, progress=False)
     warehouse.run(stream_statements(partition_length_seconds=files.part_seconds))
     warehouse.run(view_statements(windows.window_seconds, windows.slide_seconds, files.part_seconds)[query])
-    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
+    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period, backlog)
     followed = Followed(rows=os.path.join(folder, "warehouse"), feeder=feeder)
     pending = list(files.subscripts)
+
+    def load_arrived() -> None:
+        nonlocal pending
+        batch = [s for s in pending if s in feeder.arrived]      # the feeder's parts arrive in order
+        load(warehouse, [(stream, arrived.path(stream, subscript)) for stream in QUERY_STREAMS[query] for subscript in batch])
+        followed.commits.update(dict.fromkeys(batch, time.time()))
+        pending = pending[len(batch):]
+
+    if backlog:
+        feeder.deliver_backlog()
+        load_arrived()
     feeder.start()
     used = cpu()
     while pending:
         feeder.wait_for(pending[0])
-        batch = [s for s in pending if s in feeder.arrived]      # the feeder's parts arrive in order
-        load(warehouse, [(stream, arrived.path(stream, subscript)) for stream in QUERY_STREAMS[query] for subscript in batch])
-        committed = time.time()
-        followed.commits.update(dict.fromkeys(batch, committed))
-        pending = pending[len(batch):]
+        load_arrived()
     followed.cpu_seconds = cpu() - used
     return followed
 
 
 def follow_naive(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str, period: float,
-                 cpu: Callable[[], float]) -> Followed:
-    """The batch query per part, as each arrives."""
-    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
+                 cpu: Callable[[], float], backlog: int = 0) -> Followed:
+    """The batch query per part, as each arrives. The ``backlog`` is computed before the clock starts: part by
+    part, but for q3 and q4, whose newest result replaces the one before, once, at its last part."""
+    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period, backlog)
     rows = os.path.join(folder, "rows")
     followed = Followed(rows=rows, feeder=feeder)
+    if backlog:
+        feeder.deliver_backlog()
+        history = files.subscripts[:backlog]
+        for subscript in history[-1:] if query in ("q3", "q4") else history:
+            naive_part(spark, arrived, query, windows, subscript, rows)
+        followed.commits.update(dict.fromkeys(history, time.time()))
     feeder.start()
     used = cpu()
-    for subscript in files.subscripts:
+    for subscript in files.subscripts[backlog:]:
         feeder.wait_for(subscript)
         naive_part(spark, arrived, query, windows, subscript, rows)
         followed.commits[subscript] = time.time()
@@ -153,12 +180,16 @@ def follow_naive(spark: SparkSession, files: PartFiles, query: str, windows: Win
 
 
 def follow_streaming(spark: SparkSession, files: PartFiles, query: str, windows: Windows, folder: str,
-                     period: float, cpu: Callable[[], float]) -> Followed:
+                     period: float, cpu: Callable[[], float], backlog: int = 0) -> Followed:
     """A streaming query over the arrival folders; commits read back from its progress, its source log and
-    its sink's files (see the module's text)."""
-    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period)
+    its sink's files (see the module's text). The ``backlog``'s parts are there when it starts, and it has
+    processed them before the clock starts."""
+    arrived, feeder = _parquet_feeder(files, os.path.join(folder, "in"), period, backlog)
+    feeder.deliver_backlog()
     running = start_streaming(spark, query, files, folder, windows.window_seconds, windows.slide_seconds,
                               parts_per_batch=None, watched=arrived.folder)
+    if backlog:
+        running.processAllAvailable()
     feeder.start()
     used = cpu()
     feeder.join()

@@ -2,6 +2,7 @@
 part of every stream each period, and each part's latency runs from its arrival to its last output committed.
 
     python -m benchmarks.nexmark_latency --events 1000000 --queries q1 q5 q7 --repeat 3 --plot latency.png
+    python -m benchmarks.nexmark_latency --events 10000000 --backlog 450 --queries q3 --systems viewdf streaming
 
 The feeder, the systems and what "committed" means for each are in benchmarks/nexmark_follow.py. The period
 defaults to the part's length (2 s of event time: the events arrive at their own rate, 10,000 a second); a
@@ -12,6 +13,11 @@ the highest latency. Each round runs every system over every query, the systems'
 round; figures are medians over the rounds, with the lowest and highest round's p50. The first round's rows
 are checked against the batch query's (Flink's by count per part: it prints them). Flink's q4 is not run:
 its rows carry no event time to say which part they are due by (tools/flink_nexmark.py, ``FOLLOWED``).
+
+``--backlog N`` makes the first N parts arrive at once, as a history each Spark system takes in (ViewDF in one
+LOAD, Structured Streaming in its first micro-batch) before the clock starts; the rest arrive one a period and
+are measured. Latency over the last parts of 10M events then takes their periods, not 1,000 s per query and
+system. Flink's follower has no backlog yet: it would need to know when its job has taken the history in.
 """
 
 from __future__ import annotations
@@ -74,10 +80,11 @@ def nearest_rank(values: list[float], fraction: float) -> float:
     return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
 
 
-def counted_parts(spark: SparkSession, files: PartFiles, query: str, windows: Windows, warmup: int) -> list[int]:
-    """The parts whose latency counts: past the warm-up, before the last part, and (window queries) closing a
-    window. Needs the batch query's streams registered over every event."""
-    middle = list(files.subscripts[warmup:-1])
+def counted_parts(spark: SparkSession, files: PartFiles, query: str, windows: Windows, warmup: int,
+                  backlog: int = 0) -> list[int]:
+    """The parts whose latency counts: past the backlog and the warm-up, before the last part, and (window
+    queries) closing a window. Needs the batch query's streams registered over every event."""
+    middle = list(files.subscripts[backlog + warmup:-1])
     if query not in WINDOW_DUE:
         return middle
     return [s for s in middle if s in _batch_counts(spark, query, windows)]
@@ -113,15 +120,18 @@ def _flink_equal(spark: SparkSession, followed: Followed, files: PartFiles, quer
 
 def run_latency(spark: SparkSession, config: NexmarkConfig, windows: Windows, queries: list[str], systems: list[str],
                 folder: str, period: float, repeat: int = 3, warmup: int = 2, check: bool = True,
-                flink_parallelism: int = 2) -> tuple[list[Latency], list[dict]]:
-    """Generate the events, follow them in every system ``repeat`` times; the figures and every run's latencies."""
+                flink_parallelism: int = 2, backlog: int = 0) -> tuple[list[Latency], list[dict]]:
+    """Generate the events, follow them in every system ``repeat`` times (the first ``backlog`` parts taken in
+    before the clock starts); the figures and every run's latencies."""
+    if backlog and "flink" in systems:
+        raise ValueError("Flink's follower takes no backlog: run it without --backlog")
     started = time.perf_counter()
     files = write_parts(config, os.path.join(folder, "parts"), windows.part_seconds)
     csv = write_csv_parts(files, os.path.join(folder, "csv")) if "flink" in systems else ""
-    _say(f"{config.events:,} events in {len(files.subscripts)} parts, one every {period} s "
-         f"({time.perf_counter() - started:.1f} s to generate)")
+    _say(f"{config.events:,} events in {len(files.subscripts)} parts, " + (f"{backlog} at once, then " if backlog else "")
+         + f"one every {period} s ({time.perf_counter() - started:.1f} s to generate)")
     _register_every_event(spark, files, queries)
-    counted = {query: counted_parts(spark, files, query, windows, warmup) for query in queries}
+    counted = {query: counted_parts(spark, files, query, windows, warmup, backlog) for query in queries}
     measured: dict[tuple[str, str], list[tuple[list[float], float | None]]] = {}
     equal: dict[tuple[str, str], bool] = {}
     runs = []
@@ -138,7 +148,7 @@ def run_latency(spark: SparkSession, config: NexmarkConfig, windows: Windows, qu
                                             counted[query][-1])
                 else:
                     followed = SPARK_FOLLOWERS[system](spark, files, query, windows, here, period,
-                                                       lambda: session_cpu_seconds(spark))
+                                                       lambda: session_cpu_seconds(spark), backlog)
                 assert followed.feeder is not None
                 arrived = followed.feeder.arrived
                 latencies = [followed.commits[s] - arrived[s] for s in counted[query] if s in followed.commits]
@@ -187,6 +197,8 @@ def main() -> None:
     add_workload_arguments(parser, SYSTEMS)
     parser.add_argument("--period", type=float, help="seconds between parts (default: the part's length)")
     parser.add_argument("--warmup", type=int, default=2, help="first parts of each run not counted")
+    parser.add_argument("--backlog", type=int, default=0,
+                        help="first parts arriving at once, taken in before the clock starts (Spark systems)")
     parser.add_argument("--flink-parallelism", type=int, default=2)
     arguments = parser.parse_args()
     systems = runnable(arguments.systems)
@@ -199,7 +211,7 @@ def main() -> None:
                                                          seed=arguments.seed),
                                     Windows(arguments.window, arguments.slide, arguments.part_seconds),
                                     arguments.queries, systems, folder, period, arguments.repeat, arguments.warmup,
-                                    not arguments.no_check, arguments.flink_parallelism)
+                                    not arguments.no_check, arguments.flink_parallelism, arguments.backlog)
     finally:
         if not arguments.workdir:
             shutil.rmtree(folder, ignore_errors=True)
@@ -207,11 +219,12 @@ def main() -> None:
     print(f"load average {load:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} cores")
     if arguments.json:
         with open(arguments.json, "w") as handle:
-            json.dump({"events": arguments.events, "period": period, "figures": [asdict(r) for r in results],
-                       "runs": runs}, handle, indent=1)
+            json.dump({"events": arguments.events, "period": period, "backlog": arguments.backlog,
+                       "figures": [asdict(r) for r in results], "runs": runs}, handle, indent=1)
     if arguments.plot:
         plot(results, arguments.plot, f"Nexmark latency, {arguments.events:,} events, a part of "
-                                      f"{arguments.part_seconds} s every {period:g} s")
+                                      f"{arguments.part_seconds} s every {period:g} s"
+                                      + (f" after {arguments.backlog} at once" if arguments.backlog else ""))
 
 
 if __name__ == "__main__":

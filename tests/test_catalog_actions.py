@@ -11,7 +11,8 @@ import pytest
 from pyspark.sql.types import IntegerType, StructField, StructType, TimestampType
 
 from viewdf_magic.catalog.actions import (KINDS, Advance, Create, Drop, DropParts, InvalidAction, KeyFacts, Loaded,
-                                          Options, Part, Setting, SinkBatch, TableData, Vacuumed, TooLate, Verified, read_action)
+                                          Moved, Options, Part, Setting, SinkBatch, TableData, Vacuumed, TooLate, Verified,
+                                          read_action)
 from viewdf_magic.catalog.catalog import LOG, Catalog
 from viewdf_magic.catalog.local_fs import LocalFileSystem
 from viewdf_magic.catalog.model import LineageRange, LoadedFile, ObjectDef, ObjectState, PartMeta
@@ -35,7 +36,8 @@ EXAMPLES = [Create(STREAM), Drop("s", 5.0), Drop("s"), Part("v", meta(7, "data/v
             Vacuumed(("data/a", "data/b")), TableData("t", ("data/t0001/x",), 12, 7.0),
             TableData("t", ("data/t0001/y",), 3, 8.0, replace=True), TooLate("s", 2, True), TooLate("s", 1, False),
             Loaded("s", (LoadedFile("file:/in/a.csv", 49, 3.5, "ab" * 32, 8.0),
-                         LoadedFile("file:/in/b.csv", 0, 3.0, "cd" * 32, 8.0))), SinkBatch("s", "events", 4)]
+                         LoadedFile("file:/in/b.csv", 0, 3.0, "cd" * 32, 8.0))), SinkBatch("s", "events", 4),
+            Moved("v", ((7, ("data/v0001/c#7[7,8]",), ("data/v0001/a",)), (8, ("data/v0001/c#8[7,8]",), ())), 9.5)]
 
 
 def test_every_kind_of_action_is_read_back_from_its_json_as_itself():
@@ -122,6 +124,7 @@ def test_every_kind_of_change_is_undone_when_a_later_action_fails(catalog):
     every_kind = [Part("s", meta(-3, "data/s0001/-3")),          # late rows before the first part: a sealed gap
                   Advance("s", 8, 4.0),                         # parts 4 .. 8 sealed empty
                   Part("v", meta(1, "data/v0001/2")),           # replaces a part: its folder becomes garbage
+                  Moved("v", ((1, ("data/v0001/3#1[1,1]",), ("data/v0001/2",)),), 4.5),   # compacted: 2 is garbage
                   Verified("v", 1), KeyFacts("s", 3, ("x",), True), KeyFacts("s", 3, ("ts",), False),
                   Options("s", {"retain": 4, "lateness": 1}), Setting("maintenance", "manual"),
                   Vacuumed(("data/v0001/1",)), DropParts("s", 2, 9.0), Create(other), Part("w", meta(1, "data/w/1")),
@@ -212,3 +215,22 @@ def test_a_part_is_logged_without_its_fields_at_their_defaults_and_read_back_who
     for part in (plain, full):
         assert PartMeta.from_json(json.loads(json.dumps(part.to_json()))) == part
     assert full.at_version(8, 9) == dataclasses.replace(full, changed=8, verified=9)
+
+
+def test_moved_parts_keep_everything_but_their_folders_and_free_the_old_ones(catalog):
+    catalog.commit([Part("v", meta(2, "data/v0001/2"))])
+    before = dict(catalog.states["v"].parts)
+    moves = ((1, ("data/v0001/m#1[1,2]",), ("data/v0001/1",)), (2, ("data/v0001/m#2[1,2]",), ("data/v0001/2",)))
+    catalog.commit([Moved("v", moves, 20.0)])
+    for state in (catalog.states["v"], Catalog(catalog.fs).states["v"]):
+        assert {s: dataclasses.replace(m, folders=()) for s, m in state.parts.items()} == \
+            {s: dataclasses.replace(m, folders=()) for s, m in before.items()}
+        assert {s: m.folders for s, m in state.parts.items()} == {1: ("data/v0001/m#1[1,2]",),
+                                                                  2: ("data/v0001/m#2[1,2]",)}
+    assert catalog.references["data/v0001/m"] == 2 and "data/v0001/1" not in catalog.references
+    assert {f: t for f, t in catalog.garbage.items() if f.startswith("data/v0001/")} == {"data/v0001/1": 20.0,
+                                                                                       "data/v0001/2": 20.0}
+    stale = Moved("v", ((1, ("data/v0001/n#1[1,1]",), ("data/v0001/1",)),), 21.0)    # part 1 moved already
+    with pytest.raises(InvalidAction, match=r"v\[1\] changed since its rows were moved"):
+        catalog.commit([stale])
+    assert catalog.states["v"].parts[1].folders == ("data/v0001/m#1[1,2]",)

@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.nexmark import equals_batch_query
-from benchmarks.nexmark_follow import DueParts, _printed_rows, due_part, follow_streaming, follow_viewdf
-from benchmarks.nexmark_latency import counted_parts, nearest_rank
+from benchmarks.nexmark_follow import (DueParts, Feeder, _printed_rows, due_part, follow_naive, follow_streaming,
+                                      follow_viewdf)
+from benchmarks.nexmark_latency import counted_parts, nearest_rank, run_latency
 from benchmarks.nexmark_runs import Run
 from nexmark import EVENTS, PART_SECONDS, SLIDE_SECONDS, WINDOW_SECONDS
 from viewdf_magic.nexmark import NexmarkConfig
@@ -107,3 +108,49 @@ def test_viewdf_follows_the_arrivals_and_keeps_the_batch_querys_rows(spark, part
     assert followed.cpu_seconds == 2.5
     _every_event(spark, parts)
     assert equals_batch_query(spark, Run("viewdf", "q5", 0, rows=followed.rows), parts, WINDOWS)
+
+
+def test_a_feeders_backlog_arrives_at_once_before_the_parts_it_paces(tmp_path):
+    for stream in STREAMS:
+        (tmp_path / "from" / stream).mkdir(parents=True)
+        (tmp_path / "to" / stream).mkdir(parents=True)
+        for subscript in range(5):
+            (tmp_path / "from" / stream / str(subscript)).write_text(stream)
+    feeder = Feeder(tuple(range(5)), 0.2, lambda stream, s: str(tmp_path / "from" / stream / str(s)),
+                    lambda stream, s: str(tmp_path / "to" / stream / str(s)), backlog=3)
+    feeder.deliver_backlog()
+    assert sorted(feeder.arrived) == [0, 1, 2]
+    assert all(sorted(p.name for p in (tmp_path / "to" / stream).iterdir()) == ["0", "1", "2"] for stream in STREAMS)
+    feeder.start()
+    feeder.join()
+    arrived = feeder.arrived
+    assert sorted(arrived) == [0, 1, 2, 3, 4]
+    assert arrived[4] - arrived[3] > 0.15 > arrived[2] - arrived[0]
+    with pytest.raises(ValueError, match="a backlog of 5 parts leaves none of the 5 parts"):
+        Feeder(tuple(range(5)), 0.2, str, str, backlog=5)
+
+
+def test_the_backlogs_parts_are_not_counted(spark, parts):
+    _every_event(spark, parts)
+    assert counted_parts(spark, parts, "q3", WINDOWS, 1, backlog=3) == list(parts.subscripts[4:-1])
+    assert counted_parts(spark, parts, "q3", WINDOWS, 0) == list(parts.subscripts[:-1])
+
+
+@pytest.mark.parametrize("follow", [follow_viewdf, follow_streaming, follow_naive], ids=["viewdf", "streaming", "naive"])
+def test_a_backlog_is_taken_in_before_the_clock_starts_and_every_row_is_kept(spark, parts, tmp_path, follow):
+    """The backlog's parts are committed before the first paced part arrives; every paced part commits after
+    it arrived; the rows equal the batch query's."""
+    followed = follow(spark, parts, "q3", WINDOWS, str(tmp_path), 0.3, lambda: 0.0, backlog=4)
+    arrived, first_paced = followed.feeder.arrived, parts.subscripts[4]
+    assert set(followed.commits) >= set(parts.subscripts)
+    assert all(followed.commits[s] <= arrived[first_paced] for s in parts.subscripts[:4])
+    assert all(followed.commits[s] >= arrived[s] for s in parts.subscripts[4:])
+    _every_event(spark, parts)
+    assert equals_batch_query(spark, Run(follow.__name__.removeprefix("follow_"), "q3", 0, rows=followed.rows),
+                              parts, WINDOWS)
+
+
+def test_flink_is_refused_a_backlog(spark, tmp_path):
+    with pytest.raises(ValueError, match="Flink's follower takes no backlog"):
+        run_latency(spark, NexmarkConfig(**EVENTS), WINDOWS, ["q1"], ["viewdf", "flink"], str(tmp_path), 0.3,
+                    backlog=2)

@@ -282,6 +282,40 @@ class DropParts(Action):
 
 
 @dataclass(frozen=True)
+class Moved(Action):
+    """Compaction: the rows of view parts now lie in other slices (``moves``: each part's subscript, its new
+    slices and the slices it had); their rows, checksums, lineage and versions stay. Folders no part references
+    any more are garbage from ``since``. A part whose slices are no longer the ones it had (another writer
+    replaced it meanwhile) makes the action invalid, so nothing moves."""
+
+    op = "moved"
+    name: str
+    moves: tuple[tuple[int, tuple[str, ...], tuple[str, ...]], ...]
+    since: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "name": self.name, "moves": [list(move) for move in self.moves], "since": self.since}
+
+    @classmethod
+    def read(cls, data: dict[str, Any]) -> "Moved":
+        return cls(data["name"], tuple((int(s), tuple(new), tuple(old)) for s, new, old in data["moves"]),
+                   float(data["since"]))
+
+    def apply(self, state: CatalogState, version: int) -> Undo:
+        parts = _state(state, self.name).parts
+        for subscript, _, old in self.moves:
+            meta = parts.get(subscript)
+            if meta is None or meta.folders != old:
+                raise InvalidAction(f"{self.name}[{subscript}] changed since its rows were moved")
+        undo = _undo_all(_undo_items([(parts, s) for s, _, _ in self.moves]),
+                         _reference(state, [t for _, new, _ in self.moves for t in new],
+                                    [t for _, _, old in self.moves for t in old], self.since))
+        for subscript, new, _ in self.moves:
+            parts[subscript] = dataclasses.replace(parts[subscript], folders=new)
+        return undo
+
+
+@dataclass(frozen=True)
 class Setting(Action):
     """A warehouse setting is set (or removed, with None)."""
 
@@ -406,8 +440,8 @@ class TooLate(Action):
 
 
 KINDS: dict[str, type[Action]] = {kind.op: kind for kind in
-                                  (Create, Drop, Part, Advance, Verified, KeyFacts, Options, DropParts, Setting, Vacuumed,
-                                   TableData, Loaded, SinkBatch, TooLate)}
+                                  (Create, Drop, Part, Advance, Verified, KeyFacts, Options, DropParts, Moved, Setting,
+                                   Vacuumed, TableData, Loaded, SinkBatch, TooLate)}
 
 
 def read_action(data: dict[str, Any]) -> Action:

@@ -1,5 +1,5 @@
 """The engine: the warehouse's parts wired together, its locks, and what happens after every
-write (late-data repair, the maintenance cascade, retention, the garbage sweep)."""
+write (late-data repair, the maintenance cascade, retention, compaction, the garbage sweep)."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ from ..storage.spark_errors import check_runtime
 from ..maintainer.verification import lifted_plan, verify_history, verify_runs
 from ..maintainer.views import catalog_lookup
 from ..session import embedded_session, is_connect_session, list_in_driver, prepare, stopped_jvm
+from ..storage.compaction import Compaction
 from ..storage.data_source import ViewDFDataSource
 from ..storage.parts import PartStore
 from ..storage.shared_storage import check_shared_storage
@@ -74,6 +75,7 @@ class Engine:
         self.repairer = Repairer(self.catalog, maintainer.timeline, maintainer.clause, maintainer.repair_run,
                                  maintainer.run_limit)
         self.retention = Retention(self.catalog, maintainer.timeline, maintainer.compiled, maintainer.clause)
+        self.compaction = Compaction(self.catalog, self.store)
         self.ingester = Ingester(self.spark, self.catalog, self.store, self.retention, maintainer,
                                  lambda: self.maintenance == "auto")
         self.corrector = Corrector(self.spark, self.catalog, self.store, self.ingester, maintainer.runner.named)
@@ -241,6 +243,7 @@ class Engine:
         failures = (repair.failures if repair is not None else []) + failures
         self.maintainer.failures = list({(f.view, f.subscript): f for f in failures}.values())
         self.retention.apply()
+        self.compaction.apply()
         sweep(self.catalog, self.fs, VACUUM_RETAIN_SECONDS)
         return steps
 
@@ -288,8 +291,10 @@ class Engine:
 
     def maintenance_note(self) -> str:
         """Failures of the latest cascade, as a sentence to append to a statement's message."""
-        return "".join(f" Warning: {failure}; {failure.view} and the views that read it are behind until "
-                       f"this is fixed." for failure in self.maintainer.failures)
+        return "".join([f" Warning: {failure}; {failure.view} and the views that read it are behind until "
+                        f"this is fixed." for failure in self.maintainer.failures]
+                       + [f" Warning: {failure}; its parts stay where they were, and it is not compacted again "
+                          f"in this session." for failure in self.compaction.latest_failures])
 
     def lag_note(self, query: CompiledQuery) -> str | None:
         """One line naming the views ``query`` reads that are not up to date (``Maintainer.lags``: a failed
