@@ -13,7 +13,7 @@ rows is small too, so folders merge again as they accumulate.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from collections import Counter
 
 from pyspark.sql import functions as F
 
@@ -32,18 +32,6 @@ COMPACT_ROWS = 1_000_000      # rows one compaction rewrites at most (its first 
 
 class CompactionFailed(RuntimeError):
     """What a compaction wrote differs from the parts it read: nothing was committed."""
-
-
-@dataclass(frozen=True)
-class Compacted:
-    """One compaction: a view's ``parts`` moved from ``folders`` small folders into ``folder``."""
-
-    view: str
-    folder: str
-    parts: int
-    folders: int
-    rows: int
-    seconds: float
 
 
 def small_folders(definition: ObjectDef, state: ObjectState) -> dict[str, list[int]]:
@@ -93,39 +81,35 @@ class Compaction:
         self.failed: dict[str, str] = {}
         self.latest_failures: list[str] = []     # why each compaction of the latest ``apply`` failed
 
-    def apply(self) -> list[Compacted]:
+    def apply(self) -> None:
         """Compact every view that has COMPACT_FOLDERS small folders (none inside a transaction, which would
-        publish the move only with everything else)."""
+        publish the move only with everything else). Runs after every maintenance pass, so a view is looked at
+        only when it owns COMPACT_FOLDERS folders at all: counted once per pass from the catalog's referenced
+        folders, not from each view's parts."""
         self.latest_failures = []
         if self.catalog.in_transaction:
-            return []
-        done = []
+            return
+        owned = Counter(folder.split("/")[1] for folder in self.catalog.references if folder.startswith("data/"))
         for definition in list(self.catalog.objects.values()):
-            if definition.kind != "view" or definition.name in self.failed:
+            if (definition.kind != "view" or definition.name in self.failed
+                    or owned[definition.id] < COMPACT_FOLDERS):
                 continue
             state = self.catalog.state(definition.name)
-            if len(state.parts) < COMPACT_FOLDERS:
-                continue
             folders = small_folders(definition, state)
             if len(folders) < COMPACT_FOLDERS:
                 continue
             try:
-                compacted = self.compact(definition, state, folders)
+                self.compact(definition, state, folders)
             except (CompactionFailed, InvalidAction, *SPARK_ERRORS) as failure:
-                spark = not isinstance(failure, (CompactionFailed, InvalidAction))
-                self.failed[definition.name] = f"compacting {definition.name}: {summary(failure)}" if spark else str(failure)
+                self.failed[definition.name] = f"compacting {definition.name}: {summary(failure)}"
                 self.latest_failures.append(self.failed[definition.name])
-                continue
-            done += [compacted] if compacted is not None else []
-        return done
 
-    def compact(self, definition: ObjectDef, state: ObjectState, folders: dict[str, list[int]]) -> Compacted | None:
-        """Move the parts of the oldest of ``folders`` (``small_folders``) into one new folder; None when they
-        hold no part to move."""
-        started = time.perf_counter()
+    def compact(self, definition: ObjectDef, state: ObjectState, folders: dict[str, list[int]]) -> None:
+        """Move the parts of the oldest of ``folders`` (``small_folders``) into one new folder (nothing when they
+        hold no part to move)."""
         taken, moved = chosen(folders, state)
         if not moved:
-            return None
+            return
         read = self.store.read_parts(definition, state, moved)
         columns = [backquote(f.name) for f in definition.schema.fields]
         numbered = read.select(*[F.col(c) for c in columns],
@@ -136,7 +120,7 @@ class Compaction:
             for subscript in moved:
                 meta, counted = state.parts[subscript], written.get(subscript, {}).get(None)
                 if counted is None or (counted.rows, counted.checksum) != (meta.rows, meta.checksum):
-                    raise CompactionFailed(f"compacting {definition.name}: part {subscript} read back as "
+                    raise CompactionFailed(f"part {subscript} read back as "
                                            f"{counted.rows if counted else 0} rows where the catalog has {meta.rows}, "
                                            f"or with other contents: its stored files changed")
             first, last = moved[0], moved[-1]
@@ -146,5 +130,3 @@ class Compaction:
             if folder:          # "" when nothing was written
                 self.store.fs.delete(folder)
             raise
-        return Compacted(definition.name, folder, len(moved), len(taken),
-                         sum(state.parts[s].rows for s in moved), time.perf_counter() - started)
