@@ -14,7 +14,8 @@ whole, at once). A part's output is *committed* when every row due by it is stor
   the watermark, i.e. the next part's events).
 * ``naive``: the batch query over what the part's new rows depend on, its rows written.
 * ``flink``: tools/flink_nexmark.py ``--follow`` in .venv-flink, CSV parts (converted before the clock
-  starts), each row stamped as it leaves the query and printed (not committed: Flink gets that for free).
+  starts), each row stamped as it leaves the query and printed (not committed: Flink gets that for free). A
+  backlog arrives as one file of consecutive parts per source reader; the clock starts once Flink is idle.
 
 Which rows a part is due by: a row of q1-q3 by its event (q3's by the later of its auction and its person); a
 window's rows by the part whose end closes it (q5, q8), q7's by the part holding the window's end (its rows
@@ -78,10 +79,17 @@ class Feeder(threading.Thread):
         self.backlog = backlog
         self.arrived: dict[int, float] = {}
 
-    def deliver_backlog(self) -> None:
-        """Make the backlog's parts arrive now."""
-        for subscript in self.subscripts[:self.backlog]:
-            self._link(subscript)
+    def deliver_backlog(self, history: Callable[[str], list[tuple[str, str]]] | None = None) -> None:
+        """Make the backlog's parts arrive now: each part's files, or the links ``history(stream)`` gives (from,
+        to) when the backlog comes in a few larger files (Flink's: ``write_csv_parts``)."""
+        if history is None:
+            for subscript in self.subscripts[:self.backlog]:
+                self._link(subscript)
+            return
+        for stream in STREAMS:
+            for source, target in history(stream):
+                os.link(source, target)
+        self.arrived.update(dict.fromkeys(self.subscripts[:self.backlog], time.time()))
 
     def run(self) -> None:
         start = time.time()
@@ -252,12 +260,13 @@ def _sink_files(rows: str, query: str, windows: Windows) -> list[tuple[float, se
 
 
 def follow_flink(files: PartFiles, query: str, windows: Windows, folder: str, period: float, csv: str,
-                 parallelism: int, last: int) -> Followed:
+                 parallelism: int, last: int, backlog: int = 0) -> Followed:
     """tools/flink_nexmark.py ``--follow`` over CSV parts (``csv/<stream>/part-<subscript>.csv``); stopped once
-    its rows due by part ``last`` are out (or 30 s and 5 periods after the last arrival)."""
+    its rows due by part ``last`` are out (or 30 s and 5 periods after the last arrival). The ``backlog`` arrives
+    in the files ``write_csv_parts`` made of it, and the clock starts once Flink has taken it in (``taken_in``)."""
     _arrival_folders(os.path.join(folder, "in"))
     feeder = Feeder(files.subscripts, period, lambda stream, s: _csv_path(csv, stream, s),
-                    lambda stream, s: _csv_path(os.path.join(folder, "in"), stream, s))
+                    lambda stream, s: _csv_path(os.path.join(folder, "in"), stream, s), backlog)
     ready, stop, printed = (os.path.join(folder, name) for name in ("ready", "stop", "printed.txt"))
     command = [str(FLINK_PYTHON), str(REPO / "tools" / "flink_nexmark.py"), "--data", files.folder, "--follow",
                os.path.join(folder, "in"), "--queries", query, "--ready", ready, "--stop", stop, "--parallelism",
@@ -268,6 +277,10 @@ def follow_flink(files: PartFiles, query: str, windows: Windows, folder: str, pe
             if process.poll() is not None:
                 raise RuntimeError(f"flink --follow ended before its job ran: see {folder}/flink.log")
             time.sleep(0.05)
+        if backlog:
+            feeder.deliver_backlog(lambda stream: [(path, os.path.join(folder, "in", stream, os.path.basename(path)))
+                                                   for path in backlog_csv(csv, stream)])
+            taken_in(lambda: tree_cpu_seconds(process.pid), process.poll)
         used = tree_cpu_seconds(process.pid)
         feeder.start()
         feeder.join()
@@ -281,6 +294,33 @@ def follow_flink(files: PartFiles, query: str, windows: Windows, folder: str, pe
         open(stop, "w").close()
         process.wait(timeout=120)
     return Followed(_printed(printed, query, windows), cpu_seconds, printed, feeder)
+
+
+QUIET_SECONDS = 3.0        # how long Flink must be all but idle to have taken its backlog in
+QUIET_CORES = 0.15         # "all but idle": the source's 10 ms directory scans, timers and GC
+BACKLOG_TIMEOUT = 3600.0
+
+
+def taken_in(cpu: Callable[[], float], ended: Callable[[], int | None], quiet: float = QUIET_SECONDS,
+             cores: float = QUIET_CORES, timeout: float = BACKLOG_TIMEOUT, look: float = 0.25) -> float:
+    """Wait until a job has read and processed everything there is: its process tree (``cpu``: CPU-seconds so
+    far) used less than ``cores`` of a core over the last ``quiet`` seconds. Nothing else tells when Flink's
+    unbounded file source has read its files: its rows do not (q3's are rare; a window's wait for the next
+    part's watermark). Returns the seconds waited; raises if the job ``ended`` or ``timeout`` passed."""
+    started = time.time()
+    samples = [(started, cpu())]
+    while True:
+        time.sleep(look)
+        if ended() is not None:
+            raise RuntimeError("the job ended while taking its backlog in")
+        now = time.time()
+        samples.append((now, cpu()))
+        while len(samples) > 2 and samples[1][0] <= now - quiet:
+            samples.pop(0)
+        if samples[0][0] <= now - quiet and samples[-1][1] - samples[0][1] < cores * (now - samples[0][0]):
+            return now - started
+        if now - started > timeout:
+            raise RuntimeError(f"the job was still busy with its backlog after {timeout:.0f} s")
 
 
 def _csv_path(folder: str, stream: str, subscript: int) -> str:
@@ -338,11 +378,23 @@ def printed_counts(path: str, query: str, windows: Windows) -> dict[int, int]:
     return dict(Counter(subscript for subscript, _ in _printed_rows(path, query, windows)))
 
 
-def write_csv_parts(files: PartFiles, folder: str) -> str:
-    """Every part as CSV for Flink, under ``folder/<stream>/``."""
+def write_csv_parts(files: PartFiles, folder: str, backlog: int = 0, chunks: int = 1) -> str:
+    """The parts as CSV for Flink, under ``folder/<stream>/``: the first ``backlog`` in ``chunks`` files of
+    consecutive parts (``backlog_csv``: one per source reader, so that each reads its events in time order and
+    none waits without a watermark), every other part in a file of its own."""
     for stream in STREAMS:
         os.makedirs(os.path.join(folder, stream), exist_ok=True)
-        for subscript in files.subscripts:
-            path = files.path(stream, subscript)
-            write_csv([path], pq.read_schema(path), _csv_path(folder, stream, subscript))
+        history = files.subscripts[:backlog]
+        schema = pq.read_schema(files.path(stream, files.subscripts[0]))
+        for index in range(min(chunks, len(history))):
+            chunk = history[len(history) * index // chunks:len(history) * (index + 1) // chunks]
+            write_csv([files.path(stream, s) for s in chunk], schema,
+                      os.path.join(folder, stream, f"backlog-{index:04d}.csv"))
+        for subscript in files.subscripts[backlog:]:
+            write_csv([files.path(stream, subscript)], schema, _csv_path(folder, stream, subscript))
     return folder
+
+
+def backlog_csv(folder: str, stream: str) -> list[str]:
+    """The backlog's CSV files of ``stream`` (``write_csv_parts``), in order."""
+    return sorted(glob.glob(os.path.join(folder, stream, "backlog-*.csv")))

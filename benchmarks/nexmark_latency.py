@@ -14,10 +14,11 @@ round; figures are medians over the rounds, with the lowest and highest round's 
 are checked against the batch query's (Flink's by count per part: it prints them). Flink's q4 is not run:
 its rows carry no event time to say which part they are due by (tools/flink_nexmark.py, ``FOLLOWED``).
 
-``--backlog N`` makes the first N parts arrive at once, as a history each Spark system takes in (ViewDF in one
-LOAD, Structured Streaming in its first micro-batch) before the clock starts; the rest arrive one a period and
-are measured. Latency over the last parts of 10M events then takes their periods, not 1,000 s per query and
-system. Flink's follower has no backlog yet: it would need to know when its job has taken the history in.
+``--backlog N`` makes the first N parts arrive at once, as a history each system takes in before the clock
+starts (ViewDF in one LOAD, Structured Streaming in its first micro-batch, Flink from one CSV file of consecutive
+parts per source reader, until its process tree is all but idle); the rest arrive one a period and are
+measured. Latency over the last parts of 10M events then takes their periods, not 1,000 s per query and
+system.
 """
 
 from __future__ import annotations
@@ -123,11 +124,10 @@ def run_latency(spark: SparkSession, config: NexmarkConfig, windows: Windows, qu
                 flink_parallelism: int = 2, backlog: int = 0) -> tuple[list[Latency], list[dict]]:
     """Generate the events, follow them in every system ``repeat`` times (the first ``backlog`` parts taken in
     before the clock starts); the figures and every run's latencies."""
-    if backlog and "flink" in systems:
-        raise ValueError("Flink's follower takes no backlog: run it without --backlog")
     started = time.perf_counter()
     files = write_parts(config, os.path.join(folder, "parts"), windows.part_seconds)
-    csv = write_csv_parts(files, os.path.join(folder, "csv")) if "flink" in systems else ""
+    csv = (write_csv_parts(files, os.path.join(folder, "csv"), backlog, flink_parallelism)
+           if "flink" in systems else "")
     _say(f"{config.events:,} events in {len(files.subscripts)} parts, " + (f"{backlog} at once, then " if backlog else "")
          + f"one every {period} s ({time.perf_counter() - started:.1f} s to generate)")
     _register_every_event(spark, files, queries)
@@ -145,7 +145,7 @@ def run_latency(spark: SparkSession, config: NexmarkConfig, windows: Windows, qu
                 here = os.path.join(folder, f"round{round_index + 1}", system, query)
                 if system == "flink":
                     followed = follow_flink(files, query, windows, here, period, csv, flink_parallelism,
-                                            counted[query][-1])
+                                            counted[query][-1], backlog)
                 else:
                     followed = SPARK_FOLLOWERS[system](spark, files, query, windows, here, period,
                                                        lambda: session_cpu_seconds(spark), backlog)
@@ -198,7 +198,7 @@ def main() -> None:
     parser.add_argument("--period", type=float, help="seconds between parts (default: the part's length)")
     parser.add_argument("--warmup", type=int, default=2, help="first parts of each run not counted")
     parser.add_argument("--backlog", type=int, default=0,
-                        help="first parts arriving at once, taken in before the clock starts (Spark systems)")
+                        help="first parts arriving at once, taken in before the clock starts")
     parser.add_argument("--flink-parallelism", type=int, default=2)
     arguments = parser.parse_args()
     systems = runnable(arguments.systems)

@@ -6,12 +6,17 @@ not asserted here."""
 
 from __future__ import annotations
 
+import os
+
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 
 from benchmarks.nexmark import equals_batch_query
-from benchmarks.nexmark_follow import (DueParts, Feeder, _printed_rows, due_part, follow_naive, follow_streaming,
-                                      follow_viewdf)
-from benchmarks.nexmark_latency import counted_parts, nearest_rank, run_latency
+from benchmarks.flink_csv import as_text_times
+from benchmarks.nexmark_follow import (DueParts, Feeder, _printed_rows, backlog_csv, due_part, follow_naive,
+                                      follow_streaming, follow_viewdf, taken_in, write_csv_parts)
+from benchmarks.nexmark_latency import counted_parts, nearest_rank
 from benchmarks.nexmark_runs import Run
 from nexmark import EVENTS, PART_SECONDS, SLIDE_SECONDS, WINDOW_SECONDS
 from viewdf_magic.nexmark import NexmarkConfig
@@ -150,7 +155,44 @@ def test_a_backlog_is_taken_in_before_the_clock_starts_and_every_row_is_kept(spa
                               parts, WINDOWS)
 
 
-def test_flink_is_refused_a_backlog(spark, tmp_path):
-    with pytest.raises(ValueError, match="Flink's follower takes no backlog"):
-        run_latency(spark, NexmarkConfig(**EVENTS), WINDOWS, ["q1"], ["viewdf", "flink"], str(tmp_path), 0.3,
-                    backlog=2)
+def test_flinks_backlog_is_one_csv_file_of_consecutive_parts_per_reader_and_arrives_with_them(parts, tmp_path):
+    """Each reader's file holds consecutive parts in time order (so no event of it is late for the watermark its
+    reader set), every backlog part exactly once; the paced parts keep a file each; delivering the backlog links
+    the chunk files and marks every backlog part arrived."""
+    csv = write_csv_parts(parts, str(tmp_path / "csv"), backlog=5, chunks=2)
+    for stream in STREAMS:
+        chunks = backlog_csv(csv, stream)
+        assert [os.path.basename(c) for c in chunks] == ["backlog-0000.csv", "backlog-0001.csv"]
+        expected = [as_text_times(pq.read_table(parts.path(stream, s))).to_pylist() for s in parts.subscripts[:5]]
+        schema = as_text_times(pq.read_table(parts.path(stream, parts.subscripts[0]))).schema
+        read = [pcsv.read_csv(c, read_options=pcsv.ReadOptions(column_names=schema.names),
+                              convert_options=pcsv.ConvertOptions(column_types=schema)).to_pylist() for c in chunks]
+        assert read == [sum(expected[:2], []), sum(expected[2:], [])]
+        assert sorted(p.name for p in (tmp_path / "csv" / stream).iterdir() if p.name.startswith("part-")) == \
+            [f"part-{s:012d}.csv" for s in parts.subscripts[5:]]
+        (tmp_path / "in" / stream).mkdir(parents=True)
+    feeder = Feeder(parts.subscripts, 0.1, str, str, backlog=5)
+    feeder.deliver_backlog(lambda stream: [(c, str(tmp_path / "in" / stream / os.path.basename(c)))
+                                           for c in backlog_csv(csv, stream)])
+    assert sorted(feeder.arrived) == list(parts.subscripts[:5])
+    assert all(sorted(p.name for p in (tmp_path / "in" / stream).iterdir()) == ["backlog-0000.csv", "backlog-0001.csv"]
+               for stream in STREAMS)
+
+
+def _clock(monkeypatch, busy_until: float, busy_cores: float, idle_cores: float):
+    """A fake clock and a process tree's CPU-seconds: ``busy_cores`` until ``busy_until``, then ``idle_cores``."""
+    now = [0.0]
+    monkeypatch.setattr("benchmarks.nexmark_follow.time.time", lambda: now[0])
+    monkeypatch.setattr("benchmarks.nexmark_follow.time.sleep", lambda seconds: now.__setitem__(0, now[0] + seconds))
+    return lambda: (busy_cores * min(now[0], busy_until) + idle_cores * max(0.0, now[0] - busy_until))
+
+
+def test_a_backlog_is_taken_in_once_the_job_has_been_all_but_idle_for_the_quiet_time(monkeypatch):
+    cpu = _clock(monkeypatch, busy_until=10.0, busy_cores=1.8, idle_cores=0.05)
+    waited = taken_in(cpu, lambda: None, quiet=3.0, cores=0.15, look=0.25)
+    assert 13.0 <= waited <= 13.5       # three quiet seconds after the work ended, not before
+    cpu = _clock(monkeypatch, busy_until=10.0, busy_cores=1.8, idle_cores=0.5)     # never quiet enough
+    with pytest.raises(RuntimeError, match="still busy with its backlog after 60 s"):
+        taken_in(cpu, lambda: None, quiet=3.0, cores=0.15, timeout=60.0, look=0.25)
+    with pytest.raises(RuntimeError, match="the job ended"):
+        taken_in(cpu, lambda: 1, quiet=3.0, cores=0.15, look=0.25)
