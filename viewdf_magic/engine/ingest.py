@@ -23,6 +23,7 @@ from ..maintainer.repair import RepairReport, request_repair
 from ..maintainer.retention import Retention
 from ..storage.spark_errors import SPARK_ERRORS, summary
 from ..storage.parts import Batch, PartStore, one_task_if_small
+from ..storage.file_threads import each_file
 from ..storage.loaded_parts import LOADED_FILE, rows_per_part
 from ..storage.repeats import key_hash
 from ..storage.slices import PART_COLUMN, Wanted
@@ -152,21 +153,21 @@ class Ingester:
         return report.counted(parts, newest)
 
     def load_as_is(self, definition: ObjectDef, files: list[str], error: ErrorAt) -> IngestReport | None:
-        """LOAD's Parquet ``files`` taken into the stream as they are (storage/loaded_parts.py): each copied into
-        a folder of its own and published with its rows per part, without a Spark job. None, with nothing
-        written, when a file cannot be taken so, or when its rows need what ``append_stream`` does besides
-        writing (a declared UNIQUE (..) PER PART to check, rows later than ALLOWED LATENESS to divert): Spark
-        then reads and writes them. The views that project the stream's part are computed by their own steps."""
+        """LOAD's Parquet ``files`` taken into the stream as they are (storage/loaded_parts.py): each copied into a
+        folder of its own and published with its rows per part, without a Spark job (the files counted and
+        copied several at once, storage/file_threads.py). None, with nothing written, when a file cannot be
+        taken so, or when its rows need what ``append_stream`` does besides writing (a declared UNIQUE (..)
+        PER PART to check, rows later than ALLOWED LATENESS to divert): Spark then reads and writes them. The
+        views that project the stream's part are computed by their own steps."""
         assert definition.timestamp_column is not None        # every stream has one
         if definition.unique:
             return None
         started = time.perf_counter()
-        counted: list[tuple[str, dict[int, int]]] = []
-        for uri in files:
-            counts = rows_per_part(uri, definition.schema, definition.timestamp_column, definition.length)
-            if counts is None:
-                return None
-            counted.append((uri, counts))
+        timestamp = definition.timestamp_column
+        every = each_file(lambda uri: rows_per_part(uri, definition.schema, timestamp, definition.length), files)
+        counted = [(uri, counts) for uri, counts in zip(files, every) if counts]
+        if any(counts is None for counts in every):
+            return None
         parts: dict[int, int] = {}
         for _, counts in counted:
             for subscript, rows in counts.items():
@@ -179,19 +180,19 @@ class Ingester:
         if state.late_into is not None and self.too_late(definition, parts):
             return None
         self.validate(definition, parts, error)
-        folders: list[str] = []
+        folders = [self.store.new_folder(definition) for _ in counted]
+
+        def copied(at: int) -> bool:
+            return self.store.fs.copy_file(counted[at][0], f"{folders[at]}/{LOADED_FILE}")
+
         try:
-            slices: list[tuple[Slice, int]] = []
-            for uri, counts in counted:
-                if not counts:
-                    continue
-                folders.append(self.store.new_folder(definition))
-                if not self.store.fs.copy_file(uri, f"{folders[-1]}/{LOADED_FILE}"):
-                    for folder in folders:
-                        self.store.discard(folder)
-                    return None
-                slices += [(Slice(folders[-1], s, min(counts), max(counts), loaded=True), n) for s, n in counts.items()]
-            self._publish(definition, slices, time.perf_counter() - started)
+            if not all(each_file(copied, range(len(counted)))):
+                for folder in folders:
+                    self.store.discard(folder)
+                return None
+            self._publish(definition, [(Slice(folder, s, min(counts), max(counts), loaded=True), n)
+                                       for folder, (_, counts) in zip(folders, counted) for s, n in counts.items()],
+                          time.perf_counter() - started)
         except BaseException:
             for folder in folders:
                 self.store.discard(folder)

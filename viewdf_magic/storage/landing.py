@@ -1,14 +1,14 @@
 """The files a LOAD path names, fingerprinted, and which of them a stream or table has taken before.
 
-A path names one file, or a folder whose visible files directly in it (names starting with ``_`` or ``.``
-are hidden, as Spark's file sources hide them; sub-folders are not read, so a path such as ``/`` costs one
-listing) are loaded. Each file is fingerprinted by its size,
-modification time and SHA-256 of its content, read through pyarrow's file systems (local paths, and
-the URIs pyarrow knows); a file the record has at the same path, size and modification time is not
-read again. The catalog keeps the fingerprints of the files a LOAD took, published in the
-same log entry as their rows (``catalog.actions.Loaded``), so a LOAD run again takes only files it
-has not taken: a re-run cell never loads the same rows twice, and a landing folder that keeps
-receiving files is loaded file by file, as Auto Loader and Spark's file source do.
+A path names one file, or a folder whose visible files directly in it (names starting with ``_`` or ``.`` are
+hidden, as Spark's file sources hide them; sub-folders are not read, so a path such as ``/`` costs one
+listing) are loaded. Each file is fingerprinted by its size, modification time and SHA-256 of its content,
+read through pyarrow's file systems (local paths, and the URIs pyarrow knows), several files at once
+(``file_threads``); a file the record has at the same path, size and modification time is not read again. The
+catalog keeps the fingerprints of the files a LOAD took, published in the same log entry as their rows
+(``catalog.actions.Loaded``), so a LOAD run again takes only files it has not taken: a re-run cell never loads
+the same rows twice, and a landing folder that keeps receiving files is loaded file by file, as Auto Loader
+and Spark's file source do.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import pyarrow.fs as pafs
 
 from ..catalog.filesystem import qualify
 from ..catalog.model import LoadedFile
+from .file_threads import each_file
 
 CHUNK = 1 << 20
 
@@ -53,14 +54,15 @@ def fingerprint(path: str, recorded: Mapping[str, LoadedFile] | None = None) -> 
                            key=lambda i: i.path)
         else:
             infos = [info]
-        files = []
-        for info in infos:
+
+        def fingerprinted(info: pafs.FileInfo) -> LoadedFile:
             uri, modified = _uri(filesystem, info.path), info.mtime.timestamp() if info.mtime else 0.0
             before = recorded.get(uri)
             unchanged = before is not None and (before.size, before.modified) == (info.size, modified)
-            files.append(LoadedFile(uri, info.size, modified,
-                                    before.sha256 if before is not None and unchanged else _sha256(filesystem, info.path)))
-        return files
+            return LoadedFile(uri, info.size, modified,
+                              before.sha256 if before is not None and unchanged else _sha256(filesystem, info.path))
+
+        return each_file(fingerprinted, infos)
     except UnreadablePath:
         raise
     except (OSError, ValueError, TypeError) as exc:      # pyarrow's errors for unknown schemes and I/O
