@@ -10,7 +10,9 @@ from typing import Callable
 
 import pytest
 
-from viewdf_magic.storage.file_threads import FILE_THREADS, each_file
+from viewdf_magic.storage.file_threads import FILE_THREADS, THREADED_FILE_BYTES, each_file
+
+LARGE = THREADED_FILE_BYTES
 
 
 def test_results_come_in_the_items_order_and_run_on_several_threads():
@@ -21,7 +23,7 @@ def test_results_come_in_the_items_order_and_run_on_several_threads():
         time.sleep(0.01 * (item % 3))      # later items may finish first
         return item * item
 
-    assert each_file(work, list(range(40))) == [k * k for k in range(40)]
+    assert each_file(work, list(range(40)), [LARGE] * 40) == [k * k for k in range(40)]
     assert 1 < len(threads) <= FILE_THREADS
 
 
@@ -44,7 +46,7 @@ def test_a_failure_cancels_the_calls_not_started_and_waits_for_the_running_ones(
 
     work, started, finished = _recording(fail)
     with pytest.raises(OSError, match="disk full"):
-        each_file(work, list(range(200)))
+        each_file(work, list(range(200)), [LARGE] * 200)
     seen = (list(started), list(finished))
     time.sleep(0.2)
     assert (started, finished) == seen                     # nothing ran after the error was raised
@@ -59,7 +61,7 @@ def test_an_interrupt_of_the_caller_cancels_the_rest_and_waits_for_the_running_o
 
     work, started, finished = _recording(fail)
     with pytest.raises(KeyboardInterrupt):
-        each_file(work, list(range(500)))
+        each_file(work, list(range(500)), [LARGE] * 500)
     seen = (list(started), list(finished))
     time.sleep(0.2)
     assert (started, finished) == seen
@@ -67,6 +69,9 @@ def test_an_interrupt_of_the_caller_cancels_the_rest_and_waits_for_the_running_o
     assert set(finished) == set(started)
 
 
-def test_one_item_runs_on_the_callers_thread():
-    assert each_file(lambda item: threading.get_ident(), ["only"]) == [threading.get_ident()]
-    assert each_file(lambda item: item, []) == []
+def test_one_item_and_small_files_run_on_the_callers_thread():
+    here = threading.get_ident()
+    assert each_file(lambda item: threading.get_ident(), ["only"], [10 * LARGE]) == [here]
+    assert each_file(lambda item: item, [], []) == []
+    # on average below THREADED_FILE_BYTES, though one of them is larger
+    assert each_file(lambda item: threading.get_ident(), list(range(8)), [LARGE + 1] + [1000] * 7) == [here] * 8

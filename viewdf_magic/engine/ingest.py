@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from ..catalog.actions import Action, Advance, Create, Part, TableData, TooLate
 from ..catalog.catalog import Catalog
-from ..catalog.model import ObjectDef, PartMeta, Slice
+from ..catalog.model import LoadedFile, ObjectDef, PartMeta, Slice
 from ..errors import RowsRefused
 from ..language.statements import ClauseKind
 from ..language.tokens import quote_name
@@ -152,10 +152,10 @@ class Ingester:
             return report
         return report.counted(parts, newest)
 
-    def load_as_is(self, definition: ObjectDef, files: list[str], error: ErrorAt) -> IngestReport | None:
+    def load_as_is(self, definition: ObjectDef, files: list[LoadedFile], error: ErrorAt) -> IngestReport | None:
         """LOAD's Parquet ``files`` taken into the stream as they are (storage/loaded_parts.py): each copied into a
-        folder of its own and published with its rows per part, without a Spark job (the files counted and
-        copied several at once, storage/file_threads.py). None, with nothing written, when a file cannot be
+        folder of its own and published with its rows per part, without a Spark job (large files counted
+        and copied several at once, storage/file_threads.py). None, with nothing written, when a file cannot be
         taken so, or when its rows need what ``append_stream`` does besides writing (a declared UNIQUE (..)
         PER PART to check, rows later than ALLOWED LATENESS to divert): Spark then reads and writes them. The
         views that project the stream's part are computed by their own steps."""
@@ -164,10 +164,11 @@ class Ingester:
             return None
         started = time.perf_counter()
         timestamp = definition.timestamp_column
-        every = each_file(lambda uri: rows_per_part(uri, definition.schema, timestamp, definition.length), files)
-        counted = [(uri, counts) for uri, counts in zip(files, every) if counts]
+        every = each_file(lambda file: rows_per_part(file.path, definition.schema, timestamp, definition.length),
+                          files, [file.size for file in files])
         if any(counts is None for counts in every):
             return None
+        counted = [(file, counts) for file, counts in zip(files, every) if counts]
         parts: dict[int, int] = {}
         for _, counts in counted:
             for subscript, rows in counts.items():
@@ -183,10 +184,10 @@ class Ingester:
         folders = [self.store.new_folder(definition) for _ in counted]
 
         def copied(at: int) -> bool:
-            return self.store.fs.copy_file(counted[at][0], f"{folders[at]}/{LOADED_FILE}")
+            return self.store.fs.copy_file(counted[at][0].path, f"{folders[at]}/{LOADED_FILE}")
 
         try:
-            if not all(each_file(copied, range(len(counted)))):
+            if not all(each_file(copied, range(len(counted)), [file.size for file, _ in counted])):
                 for folder in folders:
                     self.store.discard(folder)
                 return None

@@ -43,7 +43,7 @@ def _target(engine: Engine, statement: st.Statement, name: st.Name) -> ObjectDef
 
 
 def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame: Callable[[], DataFrame], error,
-           loaded: Loaded | None = None, note: str = "", as_is: list[str] | None = None) -> Result:
+           loaded: Loaded | None = None, note: str = "", as_is: list[LoadedFile] | None = None) -> Result:
     """Append ``frame()`` to a table or stream, publishing ``loaded`` (the files it came from) in the same log
     entry as its rows, then maintain the views; ``note`` follows where the rows went in the message. A stream
     takes Parquet files ``as_is`` without Spark reading them when it can (``Ingester.load_as_is``)."""
@@ -131,7 +131,7 @@ def load(engine: Engine, statement: st.Load) -> Result:
     loaded = Loaded(definition.key, tuple(dataclasses.replace(f, loaded=now) for f in chosen))
     skipped = len(files) - len(chosen)
     note = f" from {plural(len(chosen), 'new file')}; {plural(skipped, 'file')} loaded before skipped" if skipped else ""
-    as_is = paths if definition.kind == "stream" and _plain_parquet(statement, paths) else None
+    as_is = chosen if definition.kind == "stream" and _plain_parquet(statement, paths) else None
     return _write(engine, statement, definition, frame, _at_bad_line(engine, statement, definition.schema, error), loaded,
                   note, as_is)
 

@@ -3,7 +3,7 @@
 A path names one file, or a folder whose visible files directly in it (names starting with ``_`` or ``.`` are
 hidden, as Spark's file sources hide them; sub-folders are not read, so a path such as ``/`` costs one
 listing) are loaded. Each file is fingerprinted by its size, modification time and SHA-256 of its content,
-read through pyarrow's file systems (local paths, and the URIs pyarrow knows), several files at once
+read through pyarrow's file systems (local paths, and the URIs pyarrow knows), several large files at once
 (``file_threads``); a file the record has at the same path, size and modification time is not read again. The
 catalog keeps the fingerprints of the files a LOAD took, published in the same log entry as their rows
 (``catalog.actions.Loaded``), so a LOAD run again takes only files it has not taken: a re-run cell never loads
@@ -62,7 +62,7 @@ def fingerprint(path: str, recorded: Mapping[str, LoadedFile] | None = None) -> 
             return LoadedFile(uri, info.size, modified,
                               before.sha256 if before is not None and unchanged else _sha256(filesystem, info.path))
 
-        return each_file(fingerprinted, infos)
+        return each_file(fingerprinted, infos, [info.size or 0 for info in infos])
     except UnreadablePath:
         raise
     except (OSError, ValueError, TypeError) as exc:      # pyarrow's errors for unknown schemes and I/O
