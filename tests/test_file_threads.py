@@ -4,6 +4,7 @@ or an interrupt is raised, so the caller's clean-up of what was written is final
 from __future__ import annotations
 
 import _thread
+import signal
 import threading
 import time
 from typing import Callable
@@ -55,6 +56,15 @@ def test_a_failure_cancels_the_calls_not_started_and_waits_for_the_running_ones(
 
 
 def test_an_interrupt_of_the_caller_cancels_the_rest_and_waits_for_the_running_ones():
+    # Ctrl-C's own handler: a test before this one in the same worker may have left another SIGINT handler
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupted_calls()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _interrupted_calls() -> None:
     def fail(item: int) -> None:
         if item == 5:
             _thread.interrupt_main()         # as Ctrl-C does, while the caller waits for results
