@@ -73,6 +73,15 @@ def measuring(spark: SparkSession) -> Iterator[Took]:
     took.wall, took.cpu = time.perf_counter() - started, session_cpu_seconds(spark) - cpu
 
 
+def linked_copy(source: str, target: str) -> str:
+    """``target``: a folder of hard links to the files of folder ``source`` (none copied), for a LOAD .. MOVE to
+    take over and remove while ``source`` stays for the next run and the other systems."""
+    os.makedirs(target)
+    for name in sorted(os.listdir(source)):
+        os.link(os.path.join(source, name), os.path.join(target, name))
+    return target
+
+
 def timed(action: Callable[[], object]) -> float:
     started = time.perf_counter()
     action()

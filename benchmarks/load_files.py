@@ -8,7 +8,9 @@ Folders (generated once under ``--folder``):
 * ``bid``     Nexmark's bids, one file per 2 s part (``--events``: 10M gives 500 files of 1.9 MB).
 
 Each folder is LOADed ``--repeat`` times, each into a new warehouse; wall seconds and this process's CPU-seconds
-(the LOAD runs no Spark job) per LOAD. For an A/B, run it from each checkout in turn:
+(the LOAD runs no Spark job) per LOAD. ``--move``: each LOAD is a LOAD .. MOVE of a folder of hard links to the
+files (made before the clock starts), which it takes over instead of copying. For an A/B, run it from each
+checkout in turn, or with and without ``--move``:
 
     python -m benchmarks.load_files --repeat 3
 """
@@ -30,7 +32,7 @@ from viewdf_magic import Warehouse
 from viewdf_magic.nexmark import NexmarkConfig, stream_statements
 from viewdf_magic.nexmark.parts import write_parts
 
-from .common import bench_session
+from .common import bench_session, linked_copy
 
 FLIGHTS_STREAM = ("CREATE STREAM F (ts TIMESTAMP, carrier STRING, origin STRING, dep_delay DOUBLE) TIMESTAMP ts "
                   "PARTITION LENGTH {length}")
@@ -57,6 +59,7 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000, help="Nexmark events for the bid files")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--folder", default=os.path.join(tempfile.gettempdir(), "viewdf-load-files"))
+    parser.add_argument("--move", action="store_true", help="LOAD .. MOVE a folder of links to the files")
     arguments = parser.parse_args()
     flights, nexmark = os.path.join(arguments.folder, "flights"), os.path.join(arguments.folder, "nexmark")
     if not os.path.isdir(flights):
@@ -73,8 +76,9 @@ def main() -> None:
             folder = tempfile.mkdtemp(prefix="load-files-")
             warehouse = Warehouse(folder, spark=spark, progress=False)
             warehouse.run(statements)
+            taken = linked_copy(source, os.path.join(folder, "landing")) if arguments.move else source
             cpu, started = time.process_time(), time.perf_counter()
-            warehouse.run(f"LOAD '{source}' INTO {stream}")
+            warehouse.run(f"LOAD '{taken}' INTO {stream}" + (" MOVE" if arguments.move else ""))
             walls.append(time.perf_counter() - started)
             cpus.append(time.process_time() - cpu)
             shutil.rmtree(folder)

@@ -143,6 +143,25 @@ def test_watch_once_takes_only_the_files_it_has_not_taken(spark, tmp_path, capsy
     assert sorted(totals["total"]) == [3, 7, 9]          # 10:00: 3; 10:01: 3+4; 10:02: 4+5
 
 
+def test_watch_with_move_empties_the_landing_folder(spark, tmp_path, capsys):
+    from viewdf_magic import Warehouse
+
+    landing, warehouse_path = tmp_path / "landing", str(tmp_path / "wh")
+    landing.mkdir()
+    Warehouse(warehouse_path, spark=spark, progress=False).run(WATCH_DDL)
+    watch = ["watch", str(landing), "--into", "M", "--warehouse", warehouse_path, "--once", "--move"]
+    _land(landing, "a.csv", ["2015-01-01 10:00:10,a,3", "2015-01-01 10:01:10,a,4"])
+    assert main(watch) == 0
+    out, _ = capsys.readouterr()
+    assert "Inserted 2 rows into 2 parts of M" in out and f"Removed 1 loaded file from '{landing}'." in out
+    assert list(landing.iterdir()) == []
+    _land(landing, "a.csv", ["2015-01-01 10:02:10,a,5"])          # the same name again: a new file
+    assert main(watch) == 0
+    assert list(landing.iterdir()) == []
+    totals = Warehouse(warehouse_path, spark=spark, progress=False).execute("SELECT PART_TIMESTAMP, total FROM Total")
+    assert sorted(totals["total"]) == [3, 7, 9]
+
+
 def test_watch_loads_files_as_they_land_and_stops_cleanly_on_ctrl_c(spark, tmp_path):
     import signal
     import time

@@ -261,7 +261,7 @@ def test_a_copied_folder_is_gone_when_the_load_fails(make_warehouse, tmp_path, m
     copied = []
     copy = warehouse.engine.store.fs.copy_file
 
-    def copy_then_fail(source: str, relative: str) -> bool:
+    def copy_then_fail(source: str, relative: str, link: bool = False) -> bool:
         copy(source, relative)
         copied.append(relative)
         raise OSError("disk full")

@@ -44,7 +44,8 @@ def watch_folder(args: argparse.Namespace) -> int:
     the folder takes only the files it has not taken before), with a status line, until Ctrl-C."""
     warehouse = Warehouse(args.warehouse, progress=False)
     quoted = "'" + args.folder.replace("'", "''") + "'"
-    statement = f"LOAD {quoted} INTO {args.into}" + (f" FORMAT {args.format}" if args.format else "")
+    statement = f"LOAD {quoted} INTO {args.into}" + (f" FORMAT {args.format}" if args.format else "") \
+        + (" MOVE" if args.move else "")
     start_files = len(warehouse.reads.state(args.into).loaded) if warehouse.reads.definition(args.into) else 0
     files = 0
     try:
@@ -101,6 +102,8 @@ def _parser() -> argparse.ArgumentParser:
     watch.add_argument("--every", metavar="SECONDS", type=float, default=2.0,
                        help="seconds between looks at the folder (default: %(default)s)")
     watch.add_argument("--once", action="store_true", help="look once and exit")
+    watch.add_argument("--move", action="store_true",
+                       help="remove each file from the folder once its rows are committed (LOAD .. MOVE)")
     watch.set_defaults(command=watch_folder)
 
     demo = commands.add_parser("demo", help="run the paper's network-monitoring example headless")

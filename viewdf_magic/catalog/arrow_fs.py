@@ -54,7 +54,7 @@ class ArrowFileSystem(FileSystem):
         modified = self._info(relative).mtime
         return 0.0 if modified is None else time.time() - modified.timestamp()
 
-    def copy_file(self, source: str, relative: str) -> bool:
+    def copy_file(self, source: str, relative: str, link: bool = False) -> bool:
         self._fs.create_dir(self._path(relative.rpartition("/")[0]), recursive=True)
         pafs.copy_files(source, self._path(relative), destination_filesystem=self._fs)
         return True

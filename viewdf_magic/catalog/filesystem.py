@@ -71,9 +71,11 @@ class FileSystem(ABC):
         """Seconds since the file was last modified."""
 
     @abstractmethod
-    def copy_file(self, source: str, relative: str) -> bool:
+    def copy_file(self, source: str, relative: str, link: bool = False) -> bool:
         """Copy the file at ``source`` (a URI this process reads through pyarrow, as LOAD's fingerprints do) to
-        ``relative``, byte for byte; False where this backend cannot (Spark then writes the rows instead)."""
+        ``relative``, byte for byte; False where this backend cannot (Spark then writes the rows instead).
+        ``link``: the source is removed once the copy is committed (LOAD .. MOVE), so a backend may hard-link
+        it instead, where it can."""
 
     @abstractmethod
     def delete(self, relative: str) -> None:

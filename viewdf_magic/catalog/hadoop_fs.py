@@ -66,7 +66,7 @@ class HadoopFileSystem(FileSystem):
     def age(self, relative: str) -> float:
         return time.time() - self._fs.getFileStatus(self._path(relative)).getModificationTime() / 1000.0
 
-    def copy_file(self, source: str, relative: str) -> bool:
+    def copy_file(self, source: str, relative: str, link: bool = False) -> bool:
         """Local files only: Hadoop's copy from the local disk (other sources are for Spark to read)."""
         if not source.startswith("file:"):
             return False

@@ -49,11 +49,20 @@ class LocalFileSystem(FileSystem):
     def age(self, relative: str) -> float:
         return time.time() - os.path.getmtime(self._local(relative))
 
-    def copy_file(self, source: str, relative: str) -> bool:
+    def copy_file(self, source: str, relative: str, link: bool = False) -> bool:
+        """A ``link``ed local source on the warehouse's device, in a folder this process may remove it from, is
+        hard-linked: no byte is copied, and once the source's name is removed the warehouse's is its only one."""
         target = self._local(relative)
         os.makedirs(os.path.dirname(target), exist_ok=True)
         if source.startswith("file:"):
-            shutil.copyfile(source[len("file:"):], target)      # the kernel's copy, where it has one
+            local = source[len("file:"):]
+            if link and os.access(os.path.dirname(local) or ".", os.W_OK):
+                try:
+                    os.link(local, target)
+                    return True
+                except OSError:         # another device, or a file system without hard links: copied
+                    pass
+            shutil.copyfile(local, target)      # the kernel's copy, where it has one
         else:
             pafs.copy_files(source, target, destination_filesystem=pafs.LocalFileSystem())
         return True

@@ -152,10 +152,12 @@ class Ingester:
             return report
         return report.counted(parts, newest)
 
-    def load_as_is(self, definition: ObjectDef, files: list[LoadedFile], error: ErrorAt) -> IngestReport | None:
+    def load_as_is(self, definition: ObjectDef, files: list[LoadedFile], error: ErrorAt, link: bool = False
+                   ) -> IngestReport | None:
         """LOAD's Parquet ``files`` taken into the stream as they are (storage/loaded_parts.py): each copied into a
-        folder of its own and published with its rows per part, without a Spark job (large files counted
-        and copied several at once, storage/file_threads.py). None, with nothing written, when a file cannot be
+        folder of its own (hard-linked where it can be, when ``link``: LOAD .. MOVE removes the files after the
+        commit) and published with its rows per part, without a Spark job (large files counted and copied several
+        at once, storage/file_threads.py). None, with nothing written, when a file cannot be
         taken so, or when its rows need what ``append_stream`` does besides writing (a declared UNIQUE (..)
         PER PART to check, rows later than ALLOWED LATENESS to divert): Spark then reads and writes them. The
         views that project the stream's part are computed by their own steps."""
@@ -184,7 +186,7 @@ class Ingester:
         folders = [self.store.new_folder(definition) for _ in counted]
 
         def copied(at: int) -> bool:
-            return self.store.fs.copy_file(counted[at][0].path, f"{folders[at]}/{LOADED_FILE}")
+            return self.store.fs.copy_file(counted[at][0].path, f"{folders[at]}/{LOADED_FILE}", link)
 
         try:
             if not all(each_file(copied, range(len(counted)), [file.size for file, _ in counted])):

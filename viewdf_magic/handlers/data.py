@@ -16,7 +16,7 @@ from pyspark.sql.types import StructField, StructType
 from ..catalog.actions import Advance, Loaded
 from ..catalog.model import LoadedFile, ObjectDef
 from ..errors import ViewDFError
-from ..storage.landing import Taken, UnreadablePath, fingerprint, sort_files
+from ..storage.landing import Taken, UnreadablePath, fingerprint, remove_files, sort_files
 from ..engine.conform import (FORMATS, ErrorAt, bad_line, conform_by_name, conform_by_position, read_file, target_fields,
                               to_frame, uncastable)
 from ..engine.ingest import MAX_NEW_PARTS
@@ -43,24 +43,41 @@ def _target(engine: Engine, statement: st.Statement, name: st.Name) -> ObjectDef
 
 
 def _write(engine: Engine, statement: st.Statement, definition: ObjectDef, frame: Callable[[], DataFrame], error,
-           loaded: Loaded | None = None, note: str = "", as_is: list[LoadedFile] | None = None) -> Result:
+           loaded: Loaded | None = None, note: str = "", as_is: list[LoadedFile] | None = None,
+           moved: list[LoadedFile] | None = None) -> Result:
     """Append ``frame()`` to a table or stream, publishing ``loaded`` (the files it came from) in the same log
     entry as its rows, then maintain the views; ``note`` follows where the rows went in the message. A stream
-    takes Parquet files ``as_is`` without Spark reading them when it can (``Ingester.load_as_is``)."""
+    takes Parquet files ``as_is`` without Spark reading them when it can (``Ingester.load_as_is``). The files
+    ``moved`` (LOAD .. MOVE) are removed once the rows are committed, before the views are maintained."""
     with engine.refusals_counted(), engine.catalog.transaction() if loaded is not None else nullcontext():
         if definition.kind == "table":
             rows = engine.ingester.append_table(definition, frame(), error)
         else:
-            taken = engine.ingester.load_as_is(definition, as_is, error) if as_is else None
+            taken = engine.ingester.load_as_is(definition, as_is, error, moved is not None) if as_is else None
             report = taken if taken is not None else engine.ingester.append_stream(definition, frame(), error)
         if loaded is not None:
             engine.catalog.commit([loaded])
+    removal = _removed(statement.path, moved) if isinstance(statement, st.Load) else ""
     if definition.kind == "table":
-        return Result(statement, f"Inserted {plural(rows, 'row')} into {definition.name}{note}.")
+        return Result(statement, f"Inserted {plural(rows, 'row')} into {definition.name}{note}.{removal}")
     report.source = note
     seconds = engine.maintain_after(report)
-    return Result(statement, f"Inserted {report}." + engine.maintenance_note(), steps=report.steps,
+    return Result(statement, f"Inserted {report}.{removal}" + engine.maintenance_note(), steps=report.steps,
                   maintenance_seconds=seconds)
+
+
+def _removed(path: str, moved: list[LoadedFile] | None) -> str:
+    """Remove the files a LOAD .. MOVE of ``path`` took (their rows committed); what the message says of it."""
+    if not moved:
+        return ""
+    failures = remove_files(moved)
+    said = f" Removed {plural(len(moved) - len(failures), 'loaded file')} from '{path}'."
+    if failures:
+        file, reason = failures[0]
+        more = f" (and {plural(len(failures) - 1, 'other file')})" if len(failures) > 1 else ""
+        said += (f" {_shown(file.path)}{more} could not be removed ({reason}): its rows are loaded, so the next "
+                 f"LOAD .. MOVE skips it and removes it.")
+    return said
 
 
 def insert(engine: Engine, statement: st.Insert) -> Result:
@@ -101,20 +118,25 @@ def ingest(engine: Engine, statement: st.Ingest) -> Result:
 
 def load(engine: Engine, statement: st.Load) -> Result:
     """LOAD a file, or a folder's files: files the target took before are skipped (unless FORCE), and the
-    files taken are recorded with their rows (storage/landing.py)."""
+    files taken are recorded with their rows (storage/landing.py); MOVE then removes them from the path. MOVE
+    hashes every file, even one at a recorded path with the recorded size and time: that path's file was
+    removed, so this one may be another."""
     definition = _target(engine, statement, statement.target)
     error = lambda message: statement.fragment.error(message, statement.path_at)  # noqa: E731
+    recorded = engine.catalog.state(definition.name).loaded
     try:
-        files: list[LoadedFile] | None = fingerprint(statement.path, engine.catalog.state(definition.name).loaded)
+        files: list[LoadedFile] | None = fingerprint(statement.path, None if statement.move else recorded)
     except UnreadablePath as unreadable:
         files, unrecorded = None, str(unreadable)
     if files is None:        # Spark may still read it (a path only a Spark Connect server sees): unrecorded
+        if statement.move:
+            raise error(f"MOVE removes the files it loads, and {unrecorded}")
         unrecorded_frame = read_file(engine.spark, statement.path, statement.format, statement.options,
                                      definition.schema, error)
         return _write(engine, statement, definition, lambda: unrecorded_frame,
                       _at_bad_line(engine, statement, definition.schema, error),
                       note=f" (not recorded as loaded: {unrecorded}; a LOAD run again loads its rows again)")
-    taken = sort_files(files, engine.catalog.state(definition.name).loaded)
+    taken = sort_files(files, recorded, statement.move)
     if not statement.force:
         if taken.changed:
             file, before = taken.changed[0]
@@ -122,7 +144,9 @@ def load(engine: Engine, statement: st.Load) -> Result:
                         f"{_when(before.loaded)} ({before.size:,} bytes then, {file.size:,} now): loading it "
                         f"again would add its earlier rows twice. Add FORCE to load all of its rows again")
         if not taken.new:
-            return Result(statement, _nothing_new(statement.path, definition.name, files, taken))
+            moved = [file for file, _ in taken.loaded] if statement.move else None
+            return Result(statement, _nothing_new(statement.path, definition.name, files, taken)
+                          + _removed(statement.path, moved))
     chosen = files if statement.force else taken.new
     paths = [f.path for f in chosen]
     frame = lambda: read_file(engine.spark, statement.path, statement.format, statement.options,  # noqa: E731
@@ -132,8 +156,9 @@ def load(engine: Engine, statement: st.Load) -> Result:
     skipped = len(files) - len(chosen)
     note = f" from {plural(len(chosen), 'new file')}; {plural(skipped, 'file')} loaded before skipped" if skipped else ""
     as_is = chosen if definition.kind == "stream" and _plain_parquet(statement, paths) else None
+    moved = (chosen + [file for file, _ in taken.loaded if not statement.force]) if statement.move else None
     return _write(engine, statement, definition, frame, _at_bad_line(engine, statement, definition.schema, error), loaded,
-                  note, as_is)
+                  note, as_is, moved)
 
 
 def _plain_parquet(statement: st.Load, paths: list[str]) -> bool:

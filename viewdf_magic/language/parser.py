@@ -501,10 +501,12 @@ def _load(cursor: _Cursor) -> Load:
     target = cursor.name("a stream or table name")
     fmt = None
     options: dict[str, str] = {}
-    force = False
+    force = move = False
     while cursor.peek() is not None:
         if cursor.accept("FORCE"):
             force = True
+        elif cursor.accept("MOVE"):
+            move = True
         elif cursor.accept("FORMAT"):
             fmt = cursor.name("a format (csv, parquet, json)").text.lower()
         elif cursor.accept("OPTIONS") or cursor.accept("WITH"):
@@ -521,8 +523,8 @@ def _load(cursor: _Cursor) -> Load:
                     break
             cursor.expect(")")
         else:
-            raise cursor.error("expected FORMAT, OPTIONS or FORCE")
-    return Load(cursor.fragment, path, path_at, target, fmt, options, force)
+            raise cursor.error("expected FORMAT, OPTIONS, FORCE or MOVE")
+    return Load(cursor.fragment, path, path_at, target, fmt, options, force, move)
 
 
 SHOWS: dict[str, type[Statement]] = {"STREAMS": ShowStreams, "VIEWS": ShowViews, "TABLES": ShowTables,

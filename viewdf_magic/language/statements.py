@@ -222,6 +222,7 @@ class Load(Statement):
     format: str | None
     options: dict[str, str] = field(default_factory=dict)
     force: bool = False           # load files taken before again
+    move: bool = False            # remove the files from the path once their rows are committed
 
 
 @dataclass(frozen=True)

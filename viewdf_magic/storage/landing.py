@@ -8,7 +8,9 @@ read through pyarrow's file systems (local paths, and the URIs pyarrow knows), s
 catalog keeps the fingerprints of the files a LOAD took, published in the same log entry as their rows
 (``catalog.actions.Loaded``), so a LOAD run again takes only files it has not taken: a re-run cell never loads
 the same rows twice, and a landing folder that keeps receiving files is loaded file by file, as Auto Loader
-and Spark's file source do.
+and Spark's file source do. LOAD .. MOVE then removes the files it took (and those taken before) from the
+path, as Hive's LOAD DATA INPATH and Auto Loader's ``cleanSource`` do: only after the commit, so a crash
+before it leaves every file in place, and one after it leaves files that the next LOAD .. MOVE removes.
 """
 
 from __future__ import annotations
@@ -79,6 +81,20 @@ def _sha256(filesystem: pafs.FileSystem, path: str) -> str:
             digest.update(chunk)
 
 
+def remove_files(files: list[LoadedFile]) -> list[tuple[LoadedFile, str]]:
+    """Remove ``files`` from where a LOAD .. MOVE took them, once their rows are committed (a file already gone
+    counts as removed). Each file that could not be removed, with why."""
+    failures = []
+    for file in files:
+        try:
+            filesystem, path = pafs.FileSystem.from_uri(file.path)
+            if filesystem.get_file_info(path).type != pafs.FileType.NotFound:
+                filesystem.delete_file(path)
+        except (OSError, ValueError) as exc:
+            failures.append((file, str(exc)))
+    return failures
+
+
 @dataclass
 class Taken:
     """The files of a LOAD path sorted by what the object's record says of them."""
@@ -88,9 +104,10 @@ class Taken:
     changed: list[tuple[LoadedFile, LoadedFile]] = field(default_factory=list)   # a recorded path, new content
 
 
-def sort_files(files: list[LoadedFile], record: dict[str, LoadedFile]) -> Taken:
+def sort_files(files: list[LoadedFile], record: dict[str, LoadedFile], moved: bool = False) -> Taken:
     """Which of ``files`` were taken before (the same content, at this path or another), which are at a
-    recorded path with other content (changed since), and which are new."""
+    recorded path with other content (changed since), and which are new. For a LOAD .. MOVE, whose files are
+    removed once taken, a file at a recorded path with other content is new."""
     by_hash = {f.sha256: f for f in record.values()}
     taken = Taken()
     for file in files:
@@ -98,7 +115,7 @@ def sort_files(files: list[LoadedFile], record: dict[str, LoadedFile]) -> Taken:
         before = record.get(file.path)
         if same is not None:
             taken.loaded.append((file, same))
-        elif before is not None:
+        elif before is not None and not moved:
             taken.changed.append((file, before))
         else:
             taken.new.append(file)
