@@ -14,12 +14,12 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql.types import TimestampType
+from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType, TimestampType
 
 from viewdf_magic.catalog.model import Slice
 from viewdf_magic.errors import ViewDFError
 from viewdf_magic.storage.data_source import published_rows
-from viewdf_magic.storage.loaded_parts import LOADED_FILE, spark_type
+from viewdf_magic.storage.loaded_parts import LOADED_FILE, row_group_part, rows_per_part, spark_type
 
 STREAM = "CREATE STREAM M (ts TIMESTAMP, k BIGINT, x INT, tag STRING) TIMESTAMP ts PARTITION LENGTH 60"
 SUMS = ("CREATE VIEW Sums AS INITIALIZE Sums[i] AS SELECT k, sum(x) AS total, count(*) AS n FROM M[i] GROUP BY k "
@@ -311,3 +311,30 @@ def test_timestamps_before_1970_are_taken_as_they_are_and_read_as_spark_reads_th
     older.run(f"LOAD '{old}' INTO M")
     assert slices(older) and not any(s.loaded for s in slices(older))
     assert older.execute("SELECT count(*) AS n FROM M WHERE year(ts) = 1850")["n"].tolist() == [6]
+
+
+@pytest.mark.parametrize("physical", ["INT64 ms", "INT64 us", "INT96"])
+def test_rows_per_part_counted_from_statistics_or_read_agree_with_pandas(tmp_path, physical):
+    """Row groups of 3 rows: two that statistics put in one part each (counted unread), one across three parts
+    (read); INT96 has no statistics, so every group is read. A NULL timestamp anywhere: not taken as it is."""
+    seconds = [0, 5, 59, 60, 61, 119, 130, 185, 250]
+    frame = rows(seconds)
+    unit = "ms" if physical == "INT64 ms" else "us"
+    table = pa.table({"ts": pa.array([START + dt.timedelta(seconds=s) for s in seconds], pa.timestamp(unit, tz="UTC")),
+                      "k": pa.array(frame["k"], pa.int64()), "x": pa.array(frame["x"], pa.int32()),
+                      "tag": pa.array(frame["tag"], pa.string())})
+    path = tmp_path / "groups.parquet"
+    pq.write_table(table, path, row_group_size=3, use_deprecated_int96_timestamps=physical == "INT96")
+    schema = StructType([StructField("ts", TimestampType()), StructField("k", LongType()), StructField("x", IntegerType()),
+                         StructField("tag", StringType())])
+    first = int(START.timestamp()) // 60
+    expected = {first: 3, first + 1: 3, first + 2: 1, first + 3: 1, first + 4: 1}
+    metadata = pq.ParquetFile(path).metadata
+    unread = [row_group_part(metadata.row_group(g), 0, unit, 60) for g in range(metadata.num_row_groups)]
+    assert unread == ([None] * 3 if physical == "INT96" else [first, first + 1, None])
+    assert rows_per_part(f"file:{path}", schema, "ts", 60) == expected
+    assert rows_per_part(f"file:{path}", schema, "ts", 3600) == {first // 60: 9}
+
+    nulls = table.set_column(0, "ts", pa.array([START] * 4 + [None] + [START] * 4, table.schema.field("ts").type))
+    pq.write_table(nulls, path, row_group_size=3, use_deprecated_int96_timestamps=physical == "INT96")
+    assert rows_per_part(f"file:{path}", schema, "ts", 60) is None

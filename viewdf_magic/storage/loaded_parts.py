@@ -3,7 +3,8 @@
 A file whose columns are exactly the stream's, as Spark reads them, and whose rows all have a timestamp is
 copied into the warehouse byte for byte instead of being read and written again by Spark
 (``catalog.model.Slice``, ``...!``). Its rows' parts are computed from their timestamps when they are read;
-here they are counted once, from the file's timestamp column alone, read with pyarrow. Any other file is
+here they are counted once: a row group whose timestamp statistics put every row in one part from its
+metadata alone, any other from its timestamp column, read with pyarrow. Any other file is
 read and written by Spark, as before.
 """
 
@@ -50,9 +51,15 @@ def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> 
             parquet = pq.ParquetFile(source)
             if not _same_columns(parquet, schema):
                 return None
+            column = parquet.schema_arrow.get_field_index(timestamp)
+            unit = parquet.schema_arrow.field(column).type.unit
             counts: dict[int, int] = {}
-            for batch in parquet.iter_batches(columns=[timestamp], batch_size=1 << 20):
-                stamps = batch.column(0)
+            for group in range(parquet.metadata.num_row_groups):
+                settled = row_group_part(parquet.metadata.row_group(group), column, unit, length)
+                if settled is not None:
+                    counts[settled] = counts.get(settled, 0) + parquet.metadata.row_group(group).num_rows
+                    continue
+                stamps = parquet.read_row_group(group, columns=[timestamp]).column(0)
                 if stamps.null_count:
                     return None
                 micros = microseconds(stamps)
@@ -64,6 +71,20 @@ def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> 
             return counts
     except (OSError, ValueError, pa.ArrowException):
         return None
+
+
+def row_group_part(group: pq.RowGroupMetaData, column: int, unit: str, length: int) -> int | None:
+    """The part every row of a row group is in, when the timestamp column's statistics say so (no row without
+    one, none before 1900, the least and the greatest in one part): its rows are then counted unread. None
+    otherwise, or without statistics (INT96 has none)."""
+    stats, scale = group.column(column).statistics, {"ms": 1_000, "us": 1}.get(unit)
+    if (stats is None or scale is None or group.column(column).physical_type != "INT64" or not stats.has_min_max
+            or not stats.has_null_count or stats.null_count):
+        return None
+    least, greatest = stats.min_raw * scale, stats.max_raw * scale
+    if least < EARLIEST or least // (length * 1_000_000) != greatest // (length * 1_000_000):
+        return None
+    return least // (length * 1_000_000)
 
 
 def microseconds(stamps: pa.Array | pa.ChunkedArray) -> np.ndarray:
