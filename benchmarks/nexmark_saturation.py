@@ -14,8 +14,8 @@ The Spark systems' seconds run from the run's start (warehouse or query set-up i
 creating the warehouse with its streams and views, is also given apart) to its last row written; their
 CPU-seconds are the driver process's and its JVM's meanwhile. Each round runs every system over every query,
 a system's queries together, the systems' order rotated by one place a round; the figures are medians over
-the rounds, with the lowest and highest round. The first round's rows are checked
-against the batch query's (benchmarks/nexmark.py).
+the rounds, with the lowest and highest round (``--discard-rounds N``: N rounds first, not counted). The
+first round's rows are checked against the batch query's (benchmarks/nexmark.py).
 """
 
 from __future__ import annotations
@@ -104,8 +104,11 @@ def _flink_round(files: PartFiles, queries: list[str], windows: Windows, folder:
 
 
 def run_saturation(spark: SparkSession, config: NexmarkConfig, windows: Windows, queries: list[str],
-                   systems: list[str], folder: str, repeat: int = 3, check: bool = True) -> list[Throughput]:
-    """Generate the events, run every system over every query ``repeat`` times, check the first round."""
+                   systems: list[str], folder: str, repeat: int = 3, check: bool = True,
+                   discard: int = 0) -> list[Throughput]:
+    """Generate the events, run every system over every query ``discard`` + ``repeat`` times, check the first
+    round, and count the last ``repeat``: the ``discard`` rounds before them warm the JVM (a fresh one runs
+    the first system's first query several times slower at 1M events)."""
     started = time.perf_counter()
     files = write_parts(config, os.path.join(folder, "parts"), windows.part_seconds)
     events = _events(files, queries)
@@ -117,9 +120,9 @@ def run_saturation(spark: SparkSession, config: NexmarkConfig, windows: Windows,
     timings: dict[tuple[str, str], list[tuple[float, float | None, float | None]]] = {}
     equal: dict[tuple[str, str], bool | None] = {}
     cores: dict[str, int] = {}
-    for round_index in range(repeat):
+    for round_index in range(discard + repeat):
         order = labels[round_index % len(labels):] + labels[:round_index % len(labels)]
-        _say(f"round {round_index + 1}: {', '.join(order)}")
+        _say(f"round {round_index + 1}{' (not counted)' if round_index < discard else ''}: {', '.join(order)}")
         here = os.path.join(folder, f"round{round_index + 1}")
         for label in order:
             if label.startswith("flink"):
@@ -133,7 +136,8 @@ def run_saturation(spark: SparkSession, config: NexmarkConfig, windows: Windows,
                 measured = _spark_round(spark, label, files, queries, windows, here)
             for query, (seconds, cpu, run) in measured.items():
                 setup = seconds - run.part_seconds[0] if label == "viewdf" else None
-                timings.setdefault((query, label), []).append((seconds, cpu, setup))
+                if round_index >= discard:
+                    timings.setdefault((query, label), []).append((seconds, cpu, setup))
                 cores[label] = run.cores
                 if check and round_index == 0:
                     equal[(query, label)] = equals_batch_query(spark, run, files, windows)
@@ -175,6 +179,8 @@ def plot(rows: list[Throughput], path: str | None = None, title: str = ""):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_workload_arguments(parser, SYSTEMS)
+    parser.add_argument("--discard-rounds", type=int, default=0,
+                        help="rounds run first and not counted, to warm the JVM (default: %(default)s)")
     arguments = parser.parse_args()
     systems = runnable(arguments.systems)
     spark = bench_session(**{"spark.sql.shuffle.partitions": str(arguments.shuffle_partitions)})
@@ -183,7 +189,8 @@ def main() -> None:
     try:
         results = run_saturation(spark, NexmarkConfig(events=arguments.events, rate=arguments.rate, seed=arguments.seed),
                                  Windows(arguments.window, arguments.slide, arguments.part_seconds),
-                                 arguments.queries, systems, folder, arguments.repeat, not arguments.no_check)
+                                 arguments.queries, systems, folder, arguments.repeat, not arguments.no_check,
+                                 arguments.discard_rounds)
     finally:
         if not arguments.workdir:
             shutil.rmtree(folder, ignore_errors=True)
