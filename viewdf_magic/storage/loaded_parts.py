@@ -55,9 +55,10 @@ def rows_per_part(uri: str, schema: StructType, timestamp: str, length: int) -> 
             unit = parquet.schema_arrow.field(column).type.unit
             counts: dict[int, int] = {}
             for group in range(parquet.metadata.num_row_groups):
-                settled = row_group_part(parquet.metadata.row_group(group), column, unit, length)
+                metadata = parquet.metadata.row_group(group)
+                settled = row_group_part(metadata, column, unit, length)
                 if settled is not None:
-                    counts[settled] = counts.get(settled, 0) + parquet.metadata.row_group(group).num_rows
+                    counts[settled] = counts.get(settled, 0) + metadata.num_rows
                     continue
                 stamps = parquet.read_row_group(group, columns=[timestamp]).column(0)
                 if stamps.null_count:
@@ -81,10 +82,9 @@ def row_group_part(group: pq.RowGroupMetaData, column: int, unit: str, length: i
     if (stats is None or scale is None or group.column(column).physical_type != "INT64" or not stats.has_min_max
             or not stats.has_null_count or stats.null_count):
         return None
-    least, greatest = stats.min_raw * scale, stats.max_raw * scale
-    if least < EARLIEST or least // (length * 1_000_000) != greatest // (length * 1_000_000):
-        return None
-    return least // (length * 1_000_000)
+    least = stats.min_raw * scale
+    first, last = part_numbers(np.array([least, stats.max_raw * scale]), length).tolist()
+    return first if least >= EARLIEST and first == last else None
 
 
 def microseconds(stamps: pa.Array | pa.ChunkedArray) -> np.ndarray:
