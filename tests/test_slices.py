@@ -4,6 +4,8 @@ parts groups them into Parquet scans without ever reading rows a part no longer 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from viewdf_magic.catalog.model import Slice, folder_of
 from viewdf_magic.storage.parts import FILTER_LIST_PARTS, part_filter
@@ -58,6 +60,42 @@ def test_embedded_rows_are_scanned_by_their_column():
     wanted = [Wanted(Slice("data/h/0", 0, 0, 0, "__vdf_v"), 0), Wanted(Slice("data/v/1", 1, 1, 1), 1)]
     assert plan_scans(wanted) == [Scan(("data/h/0",), "__vdf_v", {0: (0,)}, True),
                                   Scan(("data/v/1",), None, {1: (1,)}, True)]
+
+
+@st.composite
+def _reads(draw):
+    """Wanted slices of several writes: each write a folder over parts first..last, some of its parts read,
+    some parts recomputed into one-part folders of their own."""
+    wanted = []
+    for index in range(draw(st.integers(1, 6))):
+        first = draw(st.integers(0, 30))
+        last = first + draw(st.integers(0, 5))
+        held = draw(st.sets(st.integers(first, last), min_size=1))
+        wanted += [Wanted(Slice(f"data/a/w{index}", part, first, last), part) for part in sorted(held)]
+    return wanted
+
+
+@settings(max_examples=200, deadline=None)
+@given(_reads())
+def test_a_folder_is_scanned_alone_exactly_when_it_holds_another_wanted_part(wanted):
+    parts = {w.slice.part for w in wanted}
+    folders = {w.slice.folder: w.slice for w in wanted}
+    read = {folder: {w.slice.part for w in wanted if w.slice.folder == folder} for folder in folders}
+    alone = {folder for folder, piece in folders.items()
+             if any(piece.first <= p <= piece.last for p in parts - read[folder])}
+    scans = plan_scans(wanted)
+    for folder in alone:        # its own scan: a filter by part could not keep another folder's newer rows out
+        assert [scan.folders for scan in scans if folder in scan.folders] == [(folder,)]
+    shared = [scan for scan in scans if not set(scan.folders) <= alone]
+    assert len(shared) == (1 if len(alone) < len(folders) else 0)
+    assert not shared or set(shared[0].folders) == set(folders) - alone
+    assert {p for scan in scans for p in scan.targets} == parts
+
+
+def test_a_read_of_thousands_of_one_part_folders_is_one_scan():
+    wanted = [Wanted(Slice(f"data/s/f{k}", k, k, k, None, True), k) for k in range(8_760)]     # a year of hours
+    [scan] = plan_scans(wanted)
+    assert scan.loaded and scan.whole and len(scan.folders) == 8_760 and sorted(scan.targets) == list(range(8_760))
 
 
 @pytest.mark.parametrize("parts, form", [
